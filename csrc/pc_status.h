@@ -1,0 +1,63 @@
+/* Status codes shared by every compiled kernel; mirrored by pulsar_codec.errors.ErrorCode
+ * (tests/test_errors.py checks that the two lists agree). Kernels never format text: they return
+ * one of these with the message index, the byte offset and an integer detail. */
+#ifndef PC_STATUS_H
+#define PC_STATUS_H
+
+#include <stdint.h>
+
+typedef enum {
+    PC_OK = 0,
+    /* wire prefixes */
+    PC_WIRE_BAD_MAGIC = 1,
+    PC_WIRE_SHORT_PREFIX = 2,
+    PC_WIRE_UNKNOWN_PROTOCOL = 3,
+    PC_WIRE_INDEX_COUNT = 4,
+    PC_WIRE_VARINT_TOO_LONG = 5,
+    PC_WIRE_TRUNCATED_INDEXES = 6,
+    PC_WIRE_EMPTY = 7,
+    /* Pulsar KeyValue */
+    PC_KV_TRUNCATED_LENGTH = 20,
+    PC_KV_NEGATIVE_LENGTH = 21,
+    PC_KV_LENGTH_PAST_END = 22,
+    PC_KV_TRAILING_BYTES = 23,
+    /* Pulsar primitives */
+    PC_PRIM_BAD_LENGTH = 30,
+    PC_PRIM_INVALID_UTF8 = 31,
+    /* Avro */
+    PC_AVRO_TRUNCATED = 40,
+    PC_AVRO_VARINT_TOO_LONG = 41,
+    PC_AVRO_INT_OUT_OF_RANGE = 42,
+    PC_AVRO_BAD_UNION_INDEX = 43,
+    PC_AVRO_BAD_ENUM_INDEX = 44,
+    PC_AVRO_INVALID_UTF8 = 45,
+    PC_AVRO_TRAILING_BYTES = 46,
+    PC_AVRO_NEGATIVE_LENGTH = 47,
+    PC_AVRO_LENGTH_PAST_END = 48,
+    PC_AVRO_BLOCK_COUNT_TOO_LARGE = 49,
+    PC_AVRO_DECIMAL_OVERFLOW = 50,
+    PC_AVRO_UNKNOWN_ENUM_SYMBOL = 51,
+    PC_AVRO_UNRESOLVED_UNION_BRANCH = 52,
+    PC_AVRO_NEGATIVE_BLOCK_SIZE = 53,
+    PC_AVRO_BAD_BOOLEAN = 54,
+    PC_AVRO_DEPTH_EXCEEDED = 55
+} pc_status;
+
+/* Where and why a kernel stopped. */
+typedef struct {
+    int32_t code;
+    int64_t index;
+    int64_t offset;
+    int64_t detail;
+} pc_error;
+
+static inline int pc_fail(pc_error *err, int32_t code, int64_t index, int64_t offset, int64_t detail)
+{
+    err->code = code;
+    err->index = index;
+    err->offset = offset;
+    err->detail = detail;
+    return code;
+}
+
+#endif

@@ -1,0 +1,140 @@
+"""Arrow plumbing shared by every module: turning user input into chunks the kernels can walk, and
+kernel buffers back into pyarrow arrays. Written once, used by both twins."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["Chunk", "binary_chunks", "as_binary_array", "validity_buffer", "bool_mask", "VIEW_LIMIT"]
+
+# Binary views address their data buffer with signed 32-bit offsets.
+VIEW_LIMIT = 2**31 - 1
+
+
+@dataclass
+class Chunk:
+    """One contiguous run of messages: ``data[offsets[i]:offsets[i + 1]]`` is message ``row + i``.
+
+    ``offsets`` is int64 and rebased so that ``data`` starts at the first message; ``validity`` is a
+    numpy bool array, or None when the chunk has no nulls.
+    """
+
+    data: pa.Buffer
+    offsets: np.ndarray
+    validity: np.ndarray | None
+    row: int
+
+    @property
+    def length(self) -> int:
+        return len(self.offsets) - 1
+
+
+_BINARY_LIKE = (pa.binary(), pa.string(), pa.large_binary(), pa.large_string())
+
+
+def _to_arrow(messages: Any) -> pa.Array | pa.ChunkedArray:
+    if isinstance(messages, (pa.Array, pa.ChunkedArray)):
+        return messages
+    if hasattr(messages, "__arrow_c_array__") or hasattr(messages, "__arrow_c_stream__"):
+        return pa.array(messages) if hasattr(messages, "__arrow_c_array__") else pa.chunked_array(messages)
+    if isinstance(messages, (bytes, bytearray, memoryview, str)):
+        raise TypeError("expected a sequence or array of messages, got a single message; wrap it in a list")
+    try:
+        items = [m if (m is None or isinstance(m, bytes)) else bytes(m) for m in messages]
+    except TypeError as exc:
+        raise TypeError(
+            "messages must be a pyarrow binary array, a ChunkedArray or a sequence of bytes / None, "
+            f"got {type(messages).__name__}"
+        ) from exc
+    return pa.array(items, type=pa.binary())
+
+
+def _normalise(arr: pa.Array) -> pa.Array:
+    t = arr.type
+    if t in _BINARY_LIKE:
+        return arr
+    if pa.types.is_binary_view(t) or pa.types.is_string_view(t) or pa.types.is_fixed_size_binary(t):
+        return arr.cast(pa.large_binary())
+    if pa.types.is_null(t):
+        return pa.array([None] * len(arr), type=pa.binary())
+    raise TypeError(f"messages must be binary or string, got Arrow type {t}")
+
+
+def as_binary_array(messages: Any) -> pa.Array:
+    """A single binary/large_binary array (chunks combined) for the less hot paths."""
+    arr = _to_arrow(messages)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = pa.concat_arrays([_normalise(c).cast(pa.large_binary()) for c in arr.chunks]) if arr.num_chunks else pa.array([], pa.binary())
+    return _normalise(arr)
+
+
+def validity_of(arr: pa.Array) -> np.ndarray | None:
+    if arr.null_count == 0:
+        return None
+    return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def binary_chunks(messages: Any) -> tuple[list[Chunk], int]:
+    """Split any accepted input into kernel chunks; returns (chunks, total rows).
+
+    Zero copy: every chunk's ``data`` is a slice of the input's data buffer. A chunk whose data
+    spans more than 2 GiB is cut into pieces below that, so binary views can address each piece.
+    """
+    arr = _to_arrow(messages)
+    arrays = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    chunks: list[Chunk] = []
+    row = 0
+    for a in arrays:
+        a = _normalise(a)
+        n = len(a)
+        if n == 0:
+            continue
+        large = a.type in (pa.large_binary(), pa.large_string())
+        bufs = a.buffers()
+        offsets_all = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32)
+        offsets = offsets_all[a.offset : a.offset + n + 1].astype(np.int64)
+        data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
+        validity = validity_of(a)
+        start = 0
+        while start < n:
+            lo = int(offsets[start])
+            stop = n
+            if int(offsets[n]) - lo > VIEW_LIMIT:
+                # largest stop with offsets[stop] - lo <= limit, at least one message
+                stop = int(np.searchsorted(offsets, lo + VIEW_LIMIT, side="right")) - 1
+                stop = max(stop, start + 1)
+            piece = offsets[start : stop + 1] - lo
+            chunks.append(
+                Chunk(
+                    data=data.slice(lo, int(offsets[stop]) - lo),
+                    offsets=piece,
+                    validity=None if validity is None else validity[start:stop],
+                    row=row + start,
+                )
+            )
+            start = stop
+        row += n
+    return chunks, row
+
+
+def validity_buffer(mask: np.ndarray | None) -> pa.Buffer | None:
+    """An Arrow validity bitmap from a numpy bool mask (None when everything is valid)."""
+    if mask is None or mask.all():
+        return None
+    return pa.py_buffer(np.packbits(mask.astype(bool), bitorder="little"))
+
+
+def bool_mask(chunks: Iterable[Chunk], total: int) -> np.ndarray | None:
+    """Concatenated validity of all chunks, or None when there are no nulls."""
+    parts = [c.validity for c in chunks]
+    if all(p is None for p in parts):
+        return None
+    out = np.ones(total, dtype=bool)
+    for c in chunks:
+        if c.validity is not None:
+            out[c.row : c.row + c.length] = c.validity
+    return out

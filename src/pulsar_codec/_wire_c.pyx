@@ -1,0 +1,350 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True
+"""Compiled twin of the wire-prefix kernel (pure twin: ``_wire_py.py``).
+
+Bounds: every read of the data buffer is guarded by an explicit ``size < need`` / ``pos >= end``
+check against the message's own end offset, which is why bounds checking is off for this module.
+"""
+
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memcpy
+
+import numpy as np
+
+cdef extern from "pc_status.h":
+    ctypedef struct pc_error:
+        int32_t code
+        int64_t index
+        int64_t offset
+        int64_t detail
+
+cdef extern from "pc_bytes.h":
+    uint32_t pc_be32(const uint8_t *p) nogil
+    uint64_t pc_be64(const uint8_t *p) nogil
+    void pc_put_be32(uint8_t *p, uint32_t v) nogil
+    void pc_put_be64(uint8_t *p, uint64_t v) nogil
+    int pc_read_zigzag(const uint8_t *buf, int64_t *pos, int64_t end, int64_t *out) nogil
+
+__all__ = ["KIND_CONFLUENT", "KIND_CONFLUENT_PROTOBUF", "KIND_CONFLUENT_GUID", "KIND_CONFLUENT_GUID_PROTOBUF",
+           "KIND_HORTONWORKS", "KIND_APICURIO", "KIND_APICURIO_V3", "unframe", "frame", "binary_views"]
+
+KIND_CONFLUENT = 1
+KIND_CONFLUENT_PROTOBUF = 2
+KIND_CONFLUENT_GUID = 3
+KIND_CONFLUENT_GUID_PROTOBUF = 4
+KIND_HORTONWORKS = 5
+KIND_APICURIO = 6
+KIND_APICURIO_V3 = 7
+
+cdef enum:
+    K_CONFLUENT = 1
+    K_CONFLUENT_PROTOBUF = 2
+    K_CONFLUENT_GUID = 3
+    K_CONFLUENT_GUID_PROTOBUF = 4
+    K_HORTONWORKS = 5
+    K_APICURIO = 6
+    K_APICURIO_V3 = 7
+
+cdef enum:
+    S_BAD_MAGIC = 1
+    S_SHORT_PREFIX = 2
+    S_UNKNOWN_PROTOCOL = 3
+    S_INDEX_COUNT = 4
+    S_VARINT_TOO_LONG = 5
+    S_TRUNCATED_INDEXES = 6
+    S_EMPTY = 7
+
+cdef int64_t MAX_INDEXES = 100000
+
+
+cdef inline int fail(pc_error *err, int32_t code, int64_t index, int64_t offset, int64_t detail) noexcept nogil:
+    err.code = code
+    err.index = index
+    err.offset = offset
+    err.detail = detail
+    return code
+
+
+cdef int grow(int64_t **values, int64_t *capacity, int64_t need) noexcept nogil:
+    """Make room for ``need`` values; capacity doubles. Returns 0, or -1 when out of memory."""
+    cdef int64_t cap = capacity[0]
+    cdef int64_t *p
+    if need <= cap:
+        return 0
+    while cap < need:
+        cap = cap * 2 if cap else 1024
+    p = <int64_t *> realloc(values[0], <size_t> cap * sizeof(int64_t))
+    if p == NULL:
+        return -1
+    values[0] = p
+    capacity[0] = cap
+    return 0
+
+
+cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *valid, int64_t n, int kind,
+                      int64_t *ids, uint8_t *guids, int32_t *versions, uint8_t *protocols, int64_t *starts,
+                      int32_t *counts, int64_t **values, int64_t *n_values, int64_t *capacity,
+                      pc_error *err) noexcept nogil:
+    # twin: _wire_py.unframe
+    cdef int64_t i, start, end, size, pos, count, value, k
+    cdef int rc
+    cdef uint8_t first
+    cdef bint guid = kind == K_CONFLUENT_GUID or kind == K_CONFLUENT_GUID_PROTOBUF
+    cdef bint protobuf = kind == K_CONFLUENT_PROTOBUF or kind == K_CONFLUENT_GUID_PROTOBUF
+    for i in range(n):
+        start = offs[i]
+        end = offs[i + 1]
+        if valid != NULL and not valid[i]:
+            starts[i] = end
+            ids[i] = 0
+            continue
+        size = end - start
+        if size == 0:
+            return fail(err, S_EMPTY, i, 0, 0)
+        first = buf[start]
+        if kind == K_HORTONWORKS:
+            protocols[i] = first
+            versions[i] = 0
+            if first == 3 or first == 0 or first == 4:
+                if size < 5:
+                    return fail(err, S_SHORT_PREFIX, i, size, size)
+                ids[i] = <int32_t> pc_be32(buf + start + 1)
+                starts[i] = start + 5
+            elif first == 2:
+                if size < 9:
+                    return fail(err, S_SHORT_PREFIX, i, size, size)
+                ids[i] = <int64_t> pc_be64(buf + start + 1)
+                starts[i] = start + 9
+            elif first == 1:
+                if size < 13:
+                    return fail(err, S_SHORT_PREFIX, i, size, size)
+                ids[i] = <int64_t> pc_be64(buf + start + 1)
+                versions[i] = <int32_t> pc_be32(buf + start + 9)
+                starts[i] = start + 13
+            else:
+                return fail(err, S_UNKNOWN_PROTOCOL, i, 0, first)
+            continue
+        if kind == K_APICURIO:
+            if first != 0:
+                return fail(err, S_BAD_MAGIC, i, 0, first)
+            if size < 9:
+                return fail(err, S_SHORT_PREFIX, i, size, size)
+            ids[i] = <int64_t> pc_be64(buf + start + 1)
+            starts[i] = start + 9
+            continue
+        if kind == K_APICURIO_V3:
+            if first != 0:
+                return fail(err, S_BAD_MAGIC, i, 0, first)
+            if size < 5:
+                return fail(err, S_SHORT_PREFIX, i, size, size)
+            ids[i] = <int32_t> pc_be32(buf + start + 1)
+            starts[i] = start + 5
+            continue
+        if guid:
+            if first != 1:
+                return fail(err, S_BAD_MAGIC, i, 0, first)
+            if size < 17:
+                return fail(err, S_SHORT_PREFIX, i, size, size)
+            memcpy(guids + 16 * i, buf + start + 1, 16)
+            ids[i] = 0
+            pos = start + 17
+        else:
+            if first != 0:
+                return fail(err, S_BAD_MAGIC, i, 0, first)
+            if size < 5:
+                return fail(err, S_SHORT_PREFIX, i, size, size)
+            ids[i] = <int64_t> pc_be32(buf + start + 1)
+            pos = start + 5
+        if protobuf:
+            k = pos
+            rc = pc_read_zigzag(buf, &pos, end, &count)
+            if rc:
+                return fail(err, S_TRUNCATED_INDEXES if rc == 1 else S_VARINT_TOO_LONG, i, k - start, 0)
+            if count == 0:
+                if grow(values, capacity, n_values[0] + 1):
+                    return -1
+                values[0][n_values[0]] = 0
+                n_values[0] += 1
+                counts[i] = 1
+            else:
+                if count < 0 or count > MAX_INDEXES:
+                    return fail(err, S_INDEX_COUNT, i, k - start, count)
+                # each index takes at least one byte: never reserve more than the message holds
+                if grow(values, capacity, n_values[0] + min(count, end - pos)):
+                    return -1
+                for k in range(count):
+                    value = pos
+                    rc = pc_read_zigzag(buf, &pos, end, &values[0][n_values[0]])
+                    if rc:
+                        return fail(err, S_TRUNCATED_INDEXES if rc == 1 else S_VARINT_TOO_LONG, i, value - start, 0)
+                    n_values[0] += 1
+                counts[i] = <int32_t> count
+        starts[i] = pos
+    return 0
+
+
+cdef copy_values(values_arr, const int64_t *values, int64_t n_values):
+    cdef int64_t[::1] dst = values_arr
+    memcpy(&dst[0], values, <size_t> n_values * sizeof(int64_t))
+
+
+def unframe(data, offsets, validity, int kind):
+    """Split the prefixes of one chunk; same contract as ``_wire_py.unframe``."""
+    cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
+    offs_arr = np.ascontiguousarray(offsets, dtype=np.int64)
+    cdef const int64_t[::1] offs = offs_arr
+    cdef int64_t n = offs.shape[0] - 1
+    cdef const uint8_t[::1] valid_view
+    cdef const uint8_t *valid = NULL
+    if validity is not None:
+        valid_view = np.ascontiguousarray(validity, dtype=np.uint8)
+        valid = &valid_view[0] if n > 0 else NULL
+    guid = kind in (KIND_CONFLUENT_GUID, KIND_CONFLUENT_GUID_PROTOBUF)
+    protobuf = kind in (KIND_CONFLUENT_PROTOBUF, KIND_CONFLUENT_GUID_PROTOBUF)
+    hortonworks = kind == KIND_HORTONWORKS
+    ids_arr = np.empty(n, dtype=np.int64)
+    starts_arr = np.empty(n, dtype=np.int64)
+    guids_arr = np.zeros(16 * n if guid else 1, dtype=np.uint8)
+    versions_arr = np.zeros(n if hortonworks else 1, dtype=np.int32)
+    protocols_arr = np.zeros(n if hortonworks else 1, dtype=np.uint8)
+    counts_arr = np.zeros(n if protobuf else 1, dtype=np.int32)
+    cdef int64_t[::1] ids = ids_arr
+    cdef int64_t[::1] starts = starts_arr
+    cdef uint8_t[::1] guids = guids_arr
+    cdef int32_t[::1] versions = versions_arr
+    cdef uint8_t[::1] protocols = protocols_arr
+    cdef int32_t[::1] counts = counts_arr
+    cdef int64_t *values = NULL
+    cdef int64_t n_values = 0, capacity = 0
+    cdef pc_error err
+    cdef int rc
+    err.code = 0
+    if n == 0:
+        rc = 0
+    else:
+        with nogil:
+            rc = unframe_loop(&buf[0], &offs[0], valid, n, kind, &ids[0], &guids[0], &versions[0],
+                              &protocols[0], &starts[0], &counts[0], &values, &n_values, &capacity, &err)
+    try:
+        if rc == -1:
+            raise MemoryError("pulsar_codec: out of memory while reading message indexes")
+        values_arr = None
+        if protobuf:
+            values_arr = np.empty(n_values, dtype=np.int64)
+            if n_values:
+                copy_values(values_arr, values, n_values)
+    finally:
+        free(values)
+    error = None if rc == 0 else (err.code, err.index, err.offset, err.detail)
+    return (
+        error,
+        ids_arr,
+        guids_arr if guid else None,
+        versions_arr if hortonworks else None,
+        protocols_arr if hortonworks else None,
+        starts_arr,
+        counts_arr if protobuf else None,
+        values_arr,
+    )
+
+
+def binary_views(data, starts, ends, validity, int32_t buffer_index):
+    """Arrow binary-view structs (16 bytes each) for payload slices data[starts[i]:ends[i]].
+
+    twin: _wire_py.binary_views
+    """
+    cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
+    cdef const int64_t[::1] s = np.ascontiguousarray(starts, dtype=np.int64)
+    cdef const int64_t[::1] e = np.ascontiguousarray(ends, dtype=np.int64)
+    cdef int64_t n = s.shape[0], i, length
+    cdef int32_t len32, off32
+    out_arr = np.zeros(16 * n if n else 1, dtype=np.uint8)
+    cdef uint8_t[::1] out = out_arr
+    cdef const uint8_t[::1] valid_view
+    cdef const uint8_t *valid = NULL
+    if validity is not None and n:
+        valid_view = np.ascontiguousarray(validity, dtype=np.uint8)
+        valid = &valid_view[0]
+    with nogil:
+        for i in range(n):
+            if valid != NULL and not valid[i]:
+                continue
+            length = e[i] - s[i]
+            len32 = <int32_t> length
+            memcpy(&out[16 * i], &len32, 4)
+            if length <= 12:
+                if length > 0:
+                    memcpy(&out[16 * i + 4], &buf[s[i]], <size_t> length)
+            else:
+                off32 = <int32_t> s[i]
+                memcpy(&out[16 * i + 4], &buf[s[i]], 4)
+                memcpy(&out[16 * i + 8], &buffer_index, 4)
+                memcpy(&out[16 * i + 12], &off32, 4)
+    return out_arr[:16 * n]
+
+
+def frame(int kind, ids, guids, bytes suffix, payload_data, payload_offsets, validity):
+    """Write prefix || suffix || payload per message; same contract as ``_wire_py.frame``."""
+    cdef const uint8_t[::1] dbuf = memoryview(payload_data).cast("B") if len(payload_data) else b"\0"
+    cdef const int64_t[::1] doffs = np.ascontiguousarray(payload_offsets, dtype=np.int64)
+    cdef const int64_t[::1] id_view = np.ascontiguousarray(ids, dtype=np.int64)
+    cdef int64_t n = doffs.shape[0] - 1, i, total = 0, pos = 0, plen, sid
+    cdef const uint8_t[::1] guid_view = np.ascontiguousarray(guids, dtype=np.uint8) if guids is not None else b"\0"
+    cdef const uint8_t[::1] valid_view
+    cdef const uint8_t *valid = NULL
+    cdef const uint8_t *sfx = suffix
+    cdef int64_t slen = len(suffix)
+    if validity is not None and n:
+        valid_view = np.ascontiguousarray(validity, dtype=np.uint8)
+        valid = &valid_view[0]
+    # exact output size first, so the buffer is allocated once
+    for i in range(n):
+        if valid != NULL and not valid[i]:
+            continue
+        if kind == K_CONFLUENT or kind == K_CONFLUENT_PROTOBUF or kind == K_APICURIO_V3:
+            total += 5
+        elif kind == K_CONFLUENT_GUID or kind == K_CONFLUENT_GUID_PROTOBUF:
+            total += 17
+        elif kind == K_APICURIO:
+            total += 9
+        else:
+            total += 9 if id_view[i] > 0x7FFFFFFF else 5
+        total += slen + doffs[i + 1] - doffs[i]
+    out_arr = np.empty(total if total else 1, dtype=np.uint8)
+    offsets_arr = np.empty(n + 1, dtype=np.int64)
+    cdef uint8_t[::1] out = out_arr
+    cdef int64_t[::1] offsets = offsets_arr
+    offsets[0] = 0
+    with nogil:
+        for i in range(n):
+            if valid == NULL or valid[i]:
+                sid = id_view[i]
+                if kind == K_CONFLUENT or kind == K_CONFLUENT_PROTOBUF or kind == K_APICURIO_V3:
+                    out[pos] = 0
+                    pc_put_be32(&out[pos + 1], <uint32_t> sid)
+                    pos += 5
+                elif kind == K_CONFLUENT_GUID or kind == K_CONFLUENT_GUID_PROTOBUF:
+                    out[pos] = 1
+                    memcpy(&out[pos + 1], &guid_view[16 * i], 16)
+                    pos += 17
+                elif kind == K_APICURIO:
+                    out[pos] = 0
+                    pc_put_be64(&out[pos + 1], <uint64_t> sid)
+                    pos += 9
+                elif sid > 0x7FFFFFFF:
+                    out[pos] = 2
+                    pc_put_be64(&out[pos + 1], <uint64_t> sid)
+                    pos += 9
+                else:
+                    out[pos] = 3
+                    pc_put_be32(&out[pos + 1], <uint32_t> sid)
+                    pos += 5
+                if slen:
+                    memcpy(&out[pos], sfx, <size_t> slen)
+                    pos += slen
+                plen = doffs[i + 1] - doffs[i]
+                if plen:
+                    memcpy(&out[pos], &dbuf[doffs[i]], <size_t> plen)
+                    pos += plen
+            offsets[i + 1] = pos
+    return out_arr[:total], offsets_arr

@@ -1,0 +1,270 @@
+"""Pure-Python twin of the wire-prefix kernel (compiled twin: ``_wire_c.pyx``).
+
+The kernel walks the messages of one Arrow chunk (data buffer + offsets + validity), checks each
+prefix and reports, per message, the schema id fields and where the payload starts. It never
+formats error text: on the first bad message it returns an error tuple ``(code, index, offset,
+detail)`` and :mod:`pulsar_codec.errors` turns that into the exception.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["KIND_CONFLUENT", "KIND_CONFLUENT_PROTOBUF", "KIND_CONFLUENT_GUID", "KIND_CONFLUENT_GUID_PROTOBUF",
+           "KIND_HORTONWORKS", "KIND_APICURIO", "KIND_APICURIO_V3", "unframe", "frame", "binary_views"]
+
+# Protocol kinds, identical in both twins.
+KIND_CONFLUENT = 1
+KIND_CONFLUENT_PROTOBUF = 2
+KIND_CONFLUENT_GUID = 3
+KIND_CONFLUENT_GUID_PROTOBUF = 4
+KIND_HORTONWORKS = 5
+KIND_APICURIO = 6
+KIND_APICURIO_V3 = 7
+
+# status codes (see errors.ErrorCode)
+_BAD_MAGIC = 1
+_SHORT_PREFIX = 2
+_UNKNOWN_PROTOCOL = 3
+_INDEX_COUNT = 4
+_VARINT_TOO_LONG = 5
+_TRUNCATED_INDEXES = 6
+_EMPTY = 7
+
+_MAX_INDEXES = 100_000
+# Hortonworks protocol byte -> bytes after it
+_HW_ID_SIZE = {0: 4, 1: 12, 2: 8, 3: 4, 4: 4}
+
+
+def _read_zigzag(buf, pos: int, end: int):
+    """Return (value, new_pos) or (None, status) for a zigzag varint of at most 10 bytes."""
+    acc = 0
+    shift = 0
+    for _ in range(10):
+        if pos >= end:
+            return None, _TRUNCATED_INDEXES
+        b = buf[pos]
+        pos += 1
+        acc |= (b & 0x7F) << shift
+        if not b & 0x80:
+            acc &= 0xFFFFFFFFFFFFFFFF
+            return (acc >> 1) ^ -(acc & 1), pos
+        shift += 7
+    return None, _VARINT_TOO_LONG
+
+
+def unframe(data, offsets, validity, kind: int):
+    """Split the prefixes of one chunk.
+
+    Parameters
+    ----------
+    data : bytes-like
+        The chunk's data buffer.
+    offsets : numpy int32/int64 array of n + 1 entries
+        Message boundaries in ``data`` (already adjusted for the array's offset).
+    validity : numpy bool array of n entries, or None when every message is valid.
+    kind : int
+        One of the KIND_* constants.
+
+    Returns
+    -------
+    (error, ids, guids, versions, protocols, starts, index_counts, index_values)
+        ``error`` is None or ``(code, index, offset, detail)``. ``ids`` int64[n] (integer ids, or
+        the metadata id for Hortonworks protocol 1), ``guids`` uint8[16n] or None, ``versions``
+        int32[n] or None (Hortonworks protocol 1), ``protocols`` uint8[n] or None (Hortonworks),
+        ``starts`` int64[n] payload start offsets, ``index_counts`` int32[n] and ``index_values``
+        int64[m] for the Protobuf variants, else None.
+    """
+    buf = memoryview(data).cast("B")
+    n = len(offsets) - 1
+    offs = offsets.tolist()
+    valid = None if validity is None else validity.tolist()
+    ids = [0] * n
+    starts = [0] * n
+    guid = kind in (KIND_CONFLUENT_GUID, KIND_CONFLUENT_GUID_PROTOBUF)
+    protobuf = kind in (KIND_CONFLUENT_PROTOBUF, KIND_CONFLUENT_GUID_PROTOBUF)
+    hortonworks = kind == KIND_HORTONWORKS
+    guids = bytearray(16 * n) if guid else None
+    versions = [0] * n if hortonworks else None
+    protocols = bytearray(n) if hortonworks else None
+    counts = [0] * n if protobuf else None
+    values: list[int] = [] if protobuf else None
+    error = None
+    from_bytes = int.from_bytes
+    for i in range(n):
+        start = offs[i]
+        end = offs[i + 1]
+        if valid is not None and not valid[i]:
+            starts[i] = end
+            continue
+        size = end - start
+        if size == 0:
+            error = (_EMPTY, i, 0, 0)
+            break
+        first = buf[start]
+        if kind == KIND_HORTONWORKS:
+            need = _HW_ID_SIZE.get(first)
+            if need is None:
+                error = (_UNKNOWN_PROTOCOL, i, 0, first)
+                break
+            if size < 1 + need:
+                error = (_SHORT_PREFIX, i, size, size)
+                break
+            protocols[i] = first
+            if first == 1:
+                ids[i] = from_bytes(buf[start + 1:start + 9], "big", signed=True)
+                versions[i] = from_bytes(buf[start + 9:start + 13], "big", signed=True)
+            elif first == 2:
+                ids[i] = from_bytes(buf[start + 1:start + 9], "big", signed=True)
+            else:
+                ids[i] = from_bytes(buf[start + 1:start + 5], "big", signed=True)
+            starts[i] = start + 1 + need
+            continue
+        if kind == KIND_APICURIO:
+            if first != 0:
+                error = (_BAD_MAGIC, i, 0, first)
+                break
+            if size < 9:
+                error = (_SHORT_PREFIX, i, size, size)
+                break
+            ids[i] = from_bytes(buf[start + 1:start + 9], "big", signed=True)
+            starts[i] = start + 9
+            continue
+        if kind == KIND_APICURIO_V3:
+            if first != 0:
+                error = (_BAD_MAGIC, i, 0, first)
+                break
+            if size < 5:
+                error = (_SHORT_PREFIX, i, size, size)
+                break
+            ids[i] = from_bytes(buf[start + 1:start + 5], "big", signed=True)
+            starts[i] = start + 5
+            continue
+        # Confluent family
+        if guid:
+            if first != 1:
+                error = (_BAD_MAGIC, i, 0, first)
+                break
+            if size < 17:
+                error = (_SHORT_PREFIX, i, size, size)
+                break
+            guids[16 * i:16 * i + 16] = buf[start + 1:start + 17]
+            pos = start + 17
+        else:
+            if first != 0:
+                error = (_BAD_MAGIC, i, 0, first)
+                break
+            if size < 5:
+                error = (_SHORT_PREFIX, i, size, size)
+                break
+            ids[i] = from_bytes(buf[start + 1:start + 5], "big")
+            pos = start + 5
+        if protobuf:
+            count, pos2 = _read_zigzag(buf, pos, end)
+            if count is None:
+                error = (pos2, i, pos - start, 0)
+                break
+            if count == 0:
+                counts[i] = 1
+                values.append(0)
+                pos = pos2
+            else:
+                # a count beyond what the remaining bytes can hold is out of range too
+                if count < 0 or count > _MAX_INDEXES:
+                    error = (_INDEX_COUNT, i, pos - start, count)
+                    break
+                pos = pos2
+                for _ in range(count):
+                    value, pos2 = _read_zigzag(buf, pos, end)
+                    if value is None:
+                        error = (pos2, i, pos - start, 0)
+                        break
+                    values.append(value)
+                    pos = pos2
+                if error is not None:
+                    break
+                counts[i] = count
+        starts[i] = pos
+    return (
+        error,
+        np.array(ids, dtype=np.int64),
+        None if guids is None else np.frombuffer(bytes(guids), dtype=np.uint8),
+        None if versions is None else np.array(versions, dtype=np.int32),
+        None if protocols is None else np.frombuffer(bytes(protocols), dtype=np.uint8),
+        np.array(starts, dtype=np.int64),
+        None if counts is None else np.array(counts, dtype=np.int32),
+        None if values is None else np.array(values, dtype=np.int64),
+    )
+
+
+def frame(kind: int, ids, guids, suffix: bytes, payload_data, payload_offsets, validity):
+    """Write ``prefix(id) || suffix || payload`` for every message of one chunk.
+
+    ``ids`` int64[n] (range-checked by the caller), ``guids`` uint8[16n] for the GUID kinds,
+    ``suffix`` the pre-encoded Protobuf message-index array ('' otherwise). Null rows stay empty.
+    Hortonworks writes protocol 3, or a protocol-2 frame for ids above 2**31 - 1.
+    Returns (data: bytes, offsets: int64 ndarray of n + 1 entries).
+    """
+    dbuf = memoryview(payload_data).cast("B")
+    doffs = payload_offsets.tolist()
+    id_list = ids.tolist()
+    n = len(doffs) - 1
+    valid = None if validity is None else validity.tolist()
+    guid_bytes = None if guids is None else bytes(guids)
+    out = bytearray()
+    offsets = [0] * (n + 1)
+    for i in range(n):
+        if valid is None or valid[i]:
+            sid = id_list[i]
+            if kind == KIND_CONFLUENT or kind == KIND_CONFLUENT_PROTOBUF:
+                out += b"\x00"
+                out += sid.to_bytes(4, "big")
+            elif kind == KIND_CONFLUENT_GUID or kind == KIND_CONFLUENT_GUID_PROTOBUF:
+                out += b"\x01"
+                out += guid_bytes[16 * i:16 * i + 16]
+            elif kind == KIND_HORTONWORKS:
+                if sid > 0x7FFFFFFF:
+                    out += b"\x02"
+                    out += sid.to_bytes(8, "big", signed=True)
+                else:
+                    out += b"\x03"
+                    out += sid.to_bytes(4, "big", signed=True)
+            elif kind == KIND_APICURIO:
+                out += b"\x00"
+                out += sid.to_bytes(8, "big", signed=True)
+            else:  # KIND_APICURIO_V3
+                out += b"\x00"
+                out += sid.to_bytes(4, "big", signed=True)
+            out += suffix
+            out += dbuf[doffs[i]:doffs[i + 1]]
+        offsets[i + 1] = len(out)
+    return bytes(out), np.array(offsets, dtype=np.int64)
+
+
+def binary_views(data, starts, ends, validity, buffer_index: int):
+    """Arrow binary-view structs (16 bytes each) for payload slices data[starts[i]:ends[i]].
+
+    Payloads of up to 12 bytes are stored inline; longer ones keep a 4-byte prefix and point at
+    ``buffer_index`` / offset. Null rows are all zeros. Built with numpy, no per-row Python.
+    """
+    buf = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(1, dtype=np.uint8)
+    starts = np.asarray(starts, dtype=np.int64)
+    lengths = np.asarray(ends, dtype=np.int64) - starts
+    n = len(starts)
+    views = np.zeros((n, 16), dtype=np.uint8)
+    if validity is not None:
+        lengths = np.where(np.asarray(validity, dtype=bool), lengths, 0)
+    views[:, 0:4] = lengths.astype("<i4").view(np.uint8).reshape(n, 4)
+    # bytes 4..15: inline data for short payloads, else 4-byte prefix + buffer index + offset
+    for j in range(12):
+        take = lengths > j
+        col = np.zeros(n, dtype=np.uint8)
+        col[take] = buf[starts[take] + j]
+        views[:, 4 + j] = col
+    long = lengths > 12
+    tail = np.empty((n, 2), dtype="<i4")
+    tail[:, 0] = buffer_index
+    tail[:, 1] = starts.astype("<i4")
+    tail_bytes = tail.view(np.uint8).reshape(n, 8)
+    views[long, 8:16] = tail_bytes[long]
+    return views.reshape(-1)

@@ -1,0 +1,508 @@
+"""Schema-registry wire prefixes: per message and in bulk over Arrow arrays.
+
+Protocols
+---------
+``CONFLUENT``                 ``00 || u32 BE id || payload`` (Confluent, Karapace, Redpanda, Apicurio ccompat)
+``CONFLUENT_PROTOBUF``        as above, then the Protobuf message-index array (zigzag varints;
+                              ``[0]`` is written as the single byte ``00``)
+``CONFLUENT_GUID``            ``01 || 16-byte GUID`` (Confluent's 2025 header form; the header value
+                              ``__value_schema_id`` / ``__key_schema_id``, payload then unprefixed)
+``CONFLUENT_GUID_PROTOBUF``   the GUID form followed by a message-index array
+``HORTONWORKS``               protocol byte 0-4: 0/3/4 ``i32`` version id, 1 ``i64`` metadata id +
+                              ``i32`` version, 2 ``i64`` version id. Writes protocol 3, or a full
+                              protocol-2 frame for ids above 2**31 - 1. In header mode the header
+                              ``value.schema.version.id`` holds exactly this prefix.
+``APICURIO``                  Apicurio v2 default: ``00 || i64 BE globalId``
+``APICURIO_V3``               Apicurio v3 default: ``00 || i32 BE contentId``
+
+PIP-420 ``MessageMetadata.schema_id`` values carry a magic byte instead: ``FF || id`` for a value
+schema id and ``FE || kv id`` for a KeyValue schema id (:func:`pulsar_schema_id`,
+:func:`strip_pulsar_schema_id`).
+
+Bulk results are zero copy: :func:`unframe` returns the payloads as an Arrow ``binary_view`` array
+whose data buffers are the input's own (only 16-byte views are new). Cast it with
+``framed.payloads.cast(pa.binary())`` where a consumer needs the classic layout (that copies).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import _backend
+from ._arrow import Chunk, as_binary_array, binary_chunks, bool_mask, validity_buffer
+from .errors import EncodeError, ErrorCode, raise_for
+
+__all__ = [
+    "Protocol",
+    "ConfluentProtocol",
+    "HortonworksProtocol",
+    "ApicurioProtocol",
+    "CONFLUENT",
+    "CONFLUENT_PROTOBUF",
+    "CONFLUENT_GUID",
+    "CONFLUENT_GUID_PROTOBUF",
+    "HORTONWORKS",
+    "APICURIO",
+    "APICURIO_V3",
+    "PROTOCOLS",
+    "protocol_by_name",
+    "Framed",
+    "unframe",
+    "frame",
+    "encode_message_indexes",
+    "pulsar_schema_id",
+    "strip_pulsar_schema_id",
+    "is_keyvalue_schema_id",
+    "strip_pulsar_schema_ids",
+    "apicurio_header_value",
+    "apicurio_header_id",
+    "CONFLUENT_KEY_SCHEMA_ID_HEADER",
+    "CONFLUENT_VALUE_SCHEMA_ID_HEADER",
+    "HORTONWORKS_KEY_HEADER",
+    "HORTONWORKS_VALUE_HEADER",
+    "APICURIO_KEY_GLOBAL_ID_HEADER",
+    "APICURIO_VALUE_GLOBAL_ID_HEADER",
+    "APICURIO_KEY_CONTENT_ID_HEADER",
+    "APICURIO_VALUE_CONTENT_ID_HEADER",
+]
+
+CONFLUENT_KEY_SCHEMA_ID_HEADER = "__key_schema_id"
+CONFLUENT_VALUE_SCHEMA_ID_HEADER = "__value_schema_id"
+HORTONWORKS_KEY_HEADER = "key.schema.version.id"
+HORTONWORKS_VALUE_HEADER = "value.schema.version.id"
+APICURIO_KEY_GLOBAL_ID_HEADER = "apicurio.key.globalId"
+APICURIO_VALUE_GLOBAL_ID_HEADER = "apicurio.value.globalId"
+APICURIO_KEY_CONTENT_ID_HEADER = "apicurio.key.contentId"
+APICURIO_VALUE_CONTENT_ID_HEADER = "apicurio.value.contentId"
+
+_MAX_INDEXES = 100_000
+
+
+def _zigzag(n: int) -> bytes:
+    v = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def encode_message_indexes(indexes: Sequence[int] | None) -> bytes:
+    """Encode a Protobuf message-index path; ``None`` and ``[0]`` give the one-byte shortcut ``00``."""
+    if indexes is None:
+        return b"\x00"
+    indexes = [int(i) for i in indexes]
+    if indexes == [0]:
+        return b"\x00"
+    if not 0 < len(indexes) <= _MAX_INDEXES:
+        raise EncodeError(f"message-index array of length {len(indexes)} out of range (1 to {_MAX_INDEXES})")
+    for i in indexes:
+        if not -(2**63) <= i < 2**63:
+            raise EncodeError(f"message index {i} does not fit in 64 bits")
+    return _zigzag(len(indexes)) + b"".join(_zigzag(i) for i in indexes)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A wire-prefix protocol. Use the module constants (``wire.CONFLUENT``, ...)."""
+
+    name: str
+    kind: int
+    expected: str  # what a valid first byte looks like, for error messages
+
+    # -- per message -------------------------------------------------------------------------
+    def pack(self, schema_id: Any, payload: bytes, *, message_indexes: Sequence[int] | None = None) -> bytes:
+        """Prefix one payload with ``schema_id``."""
+        framed = frame([bytes(payload)], [schema_id], self, message_indexes=message_indexes)
+        return framed[0].as_py()
+
+    def unpack(self, message: bytes | bytearray | memoryview) -> tuple[Any, memoryview]:
+        """Split one message into ``(schema_id, payload)``; the payload is a view into ``message``.
+
+        The schema id is an int (a ``uuid.UUID`` for the GUID forms, a ``(metadata_id, version)``
+        tuple for Hortonworks protocol 1). Raises :class:`~pulsar_codec.errors.WireFormatError`.
+        """
+        view = memoryview(message).cast("B")
+        data = pa.py_buffer(view) if len(view) else pa.py_buffer(b"")
+        chunk = Chunk(data=data, offsets=np.array([0, len(view)], dtype=np.int64), validity=None, row=0)
+        result = _run_unframe(chunk, self)
+        start = int(result[5][0])
+        return self._scalar_id(result, 0), view[start:]
+
+    def unpack_indexes(self, message: bytes | bytearray | memoryview) -> tuple[Any, list[int], memoryview]:
+        """Like :meth:`unpack`, also returning the Protobuf message-index path (``[]`` if none)."""
+        view = memoryview(message).cast("B")
+        data = pa.py_buffer(view) if len(view) else pa.py_buffer(b"")
+        chunk = Chunk(data=data, offsets=np.array([0, len(view)], dtype=np.int64), validity=None, row=0)
+        result = _run_unframe(chunk, self)
+        indexes = [] if result[7] is None else [int(v) for v in result[7]]
+        return self._scalar_id(result, 0), indexes, view[int(result[5][0]):]
+
+    def _scalar_id(self, result, i: int) -> Any:
+        return int(result[1][i])
+
+    # -- bulk helpers --------------------------------------------------------------------------
+    def _check_ids(self, ids: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"wire.{self.name}"
+
+
+@dataclass(frozen=True, repr=False)
+class ConfluentProtocol(Protocol):
+    guid: bool = False
+    protobuf: bool = False
+
+    def _scalar_id(self, result, i: int) -> Any:
+        if self.guid:
+            return uuid.UUID(bytes=bytes(result[2][16 * i : 16 * i + 16]))
+        return int(result[1][i])
+
+    def _check_ids(self, ids: np.ndarray) -> None:
+        if len(ids) and (ids.min() < 0 or ids.max() > 0xFFFFFFFF):
+            bad = int(ids[(ids < 0) | (ids > 0xFFFFFFFF)][0])
+            raise EncodeError(f"schema id {bad} does not fit the {self.name} prefix (0 to 4294967295)")
+
+
+@dataclass(frozen=True, repr=False)
+class HortonworksProtocol(Protocol):
+    def _scalar_id(self, result, i: int) -> Any:
+        if result[4] is not None and result[4][i] == 1:
+            return (int(result[1][i]), int(result[3][i]))
+        return int(result[1][i])
+
+    def _check_ids(self, ids: np.ndarray) -> None:
+        if len(ids) and ids.min() < 0:
+            raise EncodeError(f"schema version id {int(ids.min())} is negative")
+
+
+@dataclass(frozen=True, repr=False)
+class ApicurioProtocol(Protocol):
+    id_bytes: int = 8
+
+    def _check_ids(self, ids: np.ndarray) -> None:
+        if self.id_bytes == 4 and len(ids) and (ids.min() < -(2**31) or ids.max() > 2**31 - 1):
+            raise EncodeError(f"id does not fit the 4-byte {self.name} prefix")
+
+
+_k = _backend.default().wire  # the KIND_* numbers are identical in both twins
+CONFLUENT = ConfluentProtocol("CONFLUENT", _k.KIND_CONFLUENT, "0x00")
+CONFLUENT_PROTOBUF = ConfluentProtocol("CONFLUENT_PROTOBUF", _k.KIND_CONFLUENT_PROTOBUF, "0x00", protobuf=True)
+CONFLUENT_GUID = ConfluentProtocol("CONFLUENT_GUID", _k.KIND_CONFLUENT_GUID, "0x01", guid=True)
+CONFLUENT_GUID_PROTOBUF = ConfluentProtocol(
+    "CONFLUENT_GUID_PROTOBUF", _k.KIND_CONFLUENT_GUID_PROTOBUF, "0x01", guid=True, protobuf=True
+)
+HORTONWORKS = HortonworksProtocol("HORTONWORKS", _k.KIND_HORTONWORKS, "0x00 to 0x04")
+APICURIO = ApicurioProtocol("APICURIO", _k.KIND_APICURIO, "0x00", id_bytes=8)
+APICURIO_V3 = ApicurioProtocol("APICURIO_V3", _k.KIND_APICURIO_V3, "0x00", id_bytes=4)
+del _k
+
+PROTOCOLS = {
+    p.name: p
+    for p in (CONFLUENT, CONFLUENT_PROTOBUF, CONFLUENT_GUID, CONFLUENT_GUID_PROTOBUF, HORTONWORKS, APICURIO, APICURIO_V3)
+}
+
+
+def protocol_by_name(name: str | Protocol) -> Protocol:
+    """Look a protocol up by name (case-insensitive, ``-`` and ``_`` alike)."""
+    if isinstance(name, Protocol):
+        return name
+    key = str(name).strip().upper().replace("-", "_")
+    try:
+        return PROTOCOLS[key]
+    except KeyError:
+        raise ValueError(f"unknown protocol {name!r}; known: {', '.join(sorted(PROTOCOLS))}") from None
+
+
+def _run_unframe(chunk: Chunk, protocol: Protocol):
+    result = _backend.active().wire.unframe(chunk.data, chunk.offsets, chunk.validity, protocol.kind)
+    error = result[0]
+    if error is not None:
+        code, index, offset, detail = error
+        raise_for(code, chunk.row + index, offset, detail, expected=protocol.expected, protocol=protocol.name)
+    return result
+
+
+@dataclass
+class Framed:
+    """The result of :func:`unframe`.
+
+    Attributes
+    ----------
+    schema_ids : pa.Array
+        int64 ids; ``fixed_size_binary(16)`` GUIDs for the GUID protocols; for Hortonworks batches
+        that contain protocol-1 messages a struct ``{metadata_id, version, version_id}`` (the first
+        two set for protocol 1, the last for the others). Null where the message is null.
+    payloads : pa.Array
+        ``binary_view`` slices of the input's own data buffers (zero copy). Null where the message is null.
+    message_indexes : pa.Array or None
+        ``list<int64>`` Protobuf message-index paths (Protobuf protocols only).
+    protocols : pa.Array or None
+        ``uint8`` protocol byte of each message (Hortonworks only; it decides how the payload of a
+        primitive schema is written).
+    """
+
+    schema_ids: pa.Array
+    payloads: pa.Array
+    message_indexes: pa.Array | None = None
+    protocols: pa.Array | None = None
+    # per input chunk: (chunk, payload starts) for consumers that walk the payloads in place
+    slices: list[tuple[Chunk, np.ndarray]] = field(default_factory=list, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.payloads)
+
+
+def unframe(messages: Any, protocol: Protocol | str = CONFLUENT) -> Framed:
+    """Strip the wire prefix of every message.
+
+    Parameters
+    ----------
+    messages : pa.BinaryArray, pa.LargeBinaryArray, pa.ChunkedArray or sequence of bytes / None
+        Framed messages. Null messages stay null in every output column.
+    protocol : Protocol or str
+        One of the protocol constants of this module.
+
+    Raises
+    ------
+    WireFormatError
+        For the first malformed message, with its index and byte offset.
+    """
+    protocol = protocol_by_name(protocol)
+    kernels = _backend.active().wire
+    chunks, total = binary_chunks(messages)
+    ids_parts, guid_parts, version_parts, proto_parts, view_parts, count_parts, value_parts = [], [], [], [], [], [], []
+    slices = []
+    for k, chunk in enumerate(chunks):
+        result = _run_unframe(chunk, protocol)
+        _, ids, guids, versions, protos, starts, counts, values = result
+        ids_parts.append(ids)
+        guid_parts.append(guids)
+        version_parts.append(versions)
+        proto_parts.append(protos)
+        count_parts.append(counts)
+        value_parts.append(values)
+        view_parts.append(kernels.binary_views(chunk.data, starts, chunk.offsets[1:], chunk.validity, k))
+        slices.append((chunk, starts))
+    mask = bool_mask(chunks, total)
+    validity = validity_buffer(mask)
+    null_count = 0 if mask is None else int(total - mask.sum())
+    ids = np.concatenate(ids_parts) if ids_parts else np.empty(0, dtype=np.int64)
+
+    views = np.concatenate(view_parts) if view_parts else np.empty(0, dtype=np.uint8)
+    payloads = pa.Array.from_buffers(
+        pa.binary_view(), total, [validity, pa.py_buffer(views)] + [c.data for c in chunks], null_count=null_count
+    )
+
+    if isinstance(protocol, ConfluentProtocol) and protocol.guid:
+        guids = np.concatenate(guid_parts) if guid_parts else np.empty(0, dtype=np.uint8)
+        schema_ids = pa.Array.from_buffers(pa.binary(16), total, [validity, pa.py_buffer(guids)], null_count=null_count)
+    else:
+        schema_ids = pa.Array.from_buffers(pa.int64(), total, [validity, pa.py_buffer(ids)], null_count=null_count)
+
+    protocols = None
+    if isinstance(protocol, HortonworksProtocol):
+        protos = np.concatenate(proto_parts) if proto_parts else np.empty(0, dtype=np.uint8)
+        protocols = pa.Array.from_buffers(pa.uint8(), total, [validity, pa.py_buffer(protos)], null_count=null_count)
+        is_meta = protos == 1
+        if mask is not None:
+            is_meta &= mask
+        if is_meta.any():
+            versions = np.concatenate(version_parts)
+            valid = np.ones(total, dtype=bool) if mask is None else mask
+            schema_ids = pa.StructArray.from_arrays(
+                [
+                    pa.array(ids, pa.int64(), mask=~(valid & is_meta)),
+                    pa.array(versions, pa.int32(), mask=~(valid & is_meta)),
+                    pa.array(ids, pa.int64(), mask=~(valid & ~is_meta)),
+                ],
+                names=["metadata_id", "version", "version_id"],
+                mask=pa.array(~valid),
+            )
+
+    message_indexes = None
+    if isinstance(protocol, ConfluentProtocol) and protocol.protobuf:
+        counts = np.concatenate(count_parts) if count_parts else np.empty(0, dtype=np.int32)
+        values = np.concatenate(value_parts) if value_parts else np.empty(0, dtype=np.int64)
+        list_offsets = np.zeros(total + 1, dtype=np.int32)
+        np.cumsum(counts, out=list_offsets[1:])
+        message_indexes = pa.Array.from_buffers(
+            pa.list_(pa.int64()),
+            total,
+            [validity, pa.py_buffer(list_offsets)],
+            null_count=null_count,
+            children=[pa.array(values, pa.int64())],
+        )
+    return Framed(schema_ids, payloads, message_indexes, protocols, slices)
+
+
+def _ids_for(schema_ids: Any, n: int, protocol: Protocol, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Normalise schema ids to int64[n] (and uint8[16n] GUIDs); checks nulls and ranges."""
+    guid = isinstance(protocol, ConfluentProtocol) and protocol.guid
+    if guid:
+        if isinstance(schema_ids, (uuid.UUID, str, bytes)):
+            one = _guid_bytes(schema_ids)
+            return np.zeros(n, dtype=np.int64), np.frombuffer(one * n, dtype=np.uint8)
+        values = schema_ids.to_pylist() if isinstance(schema_ids, (pa.Array, pa.ChunkedArray)) else list(schema_ids)
+        if len(values) != n:
+            raise EncodeError(f"{len(values)} schema ids for {n} payloads")
+        out = bytearray(16 * n)
+        for i, v in enumerate(values):
+            if v is None:
+                if valid[i]:
+                    raise EncodeError(f"schema id of message {i} is null", index=i)
+                continue
+            out[16 * i : 16 * i + 16] = _guid_bytes(v)
+        return np.zeros(n, dtype=np.int64), np.frombuffer(bytes(out), dtype=np.uint8)
+    if isinstance(schema_ids, (int, np.integer)):
+        ids = np.full(n, int(schema_ids), dtype=np.int64)
+    else:
+        arr = schema_ids if isinstance(schema_ids, (pa.Array, pa.ChunkedArray)) else pa.array(list(schema_ids), pa.int64())
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if len(arr) != n:
+            raise EncodeError(f"{len(arr)} schema ids for {n} payloads")
+        if not pa.types.is_integer(arr.type):
+            raise EncodeError(f"schema ids must be integers for {protocol.name}, got {arr.type}")
+        if arr.null_count:
+            nulls = ~np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool) & valid
+            if nulls.any():
+                i = int(np.flatnonzero(nulls)[0])
+                raise EncodeError(f"schema id of message {i} is null", index=i)
+            arr = arr.fill_null(0)
+        if pa.types.is_uint64(arr.type) and len(arr) and pc.max(arr).as_py() > 2**63 - 1:
+            raise EncodeError("schema id does not fit in 64 bits")
+        ids = arr.cast(pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64)
+    protocol._check_ids(ids[valid])
+    return ids, None
+
+
+def _guid_bytes(value: Any) -> bytes:
+    if isinstance(value, uuid.UUID):
+        return value.bytes
+    if isinstance(value, str):
+        return uuid.UUID(value).bytes
+    if isinstance(value, (bytes, bytearray)) and len(value) == 16:
+        return bytes(value)
+    raise EncodeError(f"a GUID schema id must be a uuid.UUID, its text or 16 bytes, got {value!r}")
+
+
+def frame(
+    payloads: Any,
+    schema_ids: Any,
+    protocol: Protocol | str = CONFLUENT,
+    *,
+    message_indexes: Sequence[int] | None = None,
+) -> pa.Array:
+    """Prefix every payload with its schema id; the reverse of :func:`unframe`.
+
+    ``schema_ids`` is one id for all messages or one per message (ints; ``uuid.UUID``, GUID text or
+    16 bytes for the GUID protocols). ``message_indexes`` is the Protobuf message-index path shared
+    by all messages (Protobuf protocols only; default ``[0]``). Null payloads stay null. Returns a
+    ``binary`` array (``large_binary`` when the output passes 2 GiB).
+    """
+    protocol = protocol_by_name(protocol)
+    arr = as_binary_array(payloads)
+    n = len(arr)
+    chunks, _ = binary_chunks(arr)
+    mask = bool_mask(chunks, n)
+    valid = np.ones(n, dtype=bool) if mask is None else mask
+    ids, guids = _ids_for(schema_ids, n, protocol, valid)
+    protobuf = isinstance(protocol, ConfluentProtocol) and protocol.protobuf
+    if message_indexes is not None and not protobuf:
+        raise EncodeError(f"{protocol.name} has no message-index array")
+    suffix = encode_message_indexes(message_indexes) if protobuf else b""
+    if not chunks:
+        return pa.array([None] * n, pa.binary())
+    # binary_chunks only splits above 2 GiB; frame the pieces and stitch them
+    datas, offsets_parts = [], []
+    base = 0
+    for chunk in chunks:
+        rows = slice(chunk.row, chunk.row + chunk.length)
+        data, offs = _backend.active().wire.frame(
+            protocol.kind,
+            ids[rows],
+            None if guids is None else guids[16 * chunk.row : 16 * (chunk.row + chunk.length)],
+            suffix,
+            chunk.data,
+            chunk.offsets,
+            chunk.validity,
+        )
+        datas.append(np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data)
+        offsets_parts.append(offs[1:] + base if offsets_parts else offs + base)
+        base += int(offs[-1])
+    data = np.concatenate(datas) if len(datas) > 1 else datas[0]
+    offsets = np.concatenate(offsets_parts)
+    large = base > 2**31 - 1
+    typ = pa.large_binary() if large else pa.binary()
+    offsets = offsets.astype(np.int64 if large else np.int32)
+    return pa.Array.from_buffers(
+        typ, n, [validity_buffer(mask), pa.py_buffer(offsets), pa.py_buffer(data)], null_count=int(n - valid.sum())
+    )
+
+
+# -- PIP-420 MessageMetadata.schema_id ----------------------------------------------------------
+
+_MAGIC_VALUE = 0xFF
+_MAGIC_KEYVALUE = 0xFE
+
+
+def pulsar_schema_id(schema_id: bytes | None, keyvalue: bool = False) -> bytes | None:
+    """The ``MessageMetadata.schema_id`` value PIP-420 producers write: ``FF || id`` (``FE`` for a
+    KeyValue schema id). ``None`` or an empty id gives ``None``: the field is then not set."""
+    if not schema_id:
+        return None
+    return bytes([_MAGIC_KEYVALUE if keyvalue else _MAGIC_VALUE]) + bytes(schema_id)
+
+
+def strip_pulsar_schema_id(metadata_schema_id: bytes | None) -> bytes | None:
+    """Remove the PIP-420 magic byte. Like Pulsar's ``SchemaIdUtil.removeMagicHeader``, an id whose
+    first byte is neither ``FF`` nor ``FE`` is returned unchanged, and None/empty gives None."""
+    if not metadata_schema_id:
+        return None
+    data = bytes(metadata_schema_id)
+    return data[1:] if data[0] in (_MAGIC_VALUE, _MAGIC_KEYVALUE) else data
+
+
+def is_keyvalue_schema_id(metadata_schema_id: bytes | None) -> bool:
+    """True when a ``MessageMetadata.schema_id`` carries the KeyValue magic byte ``FE``."""
+    return bool(metadata_schema_id) and bytes(metadata_schema_id)[0] == _MAGIC_KEYVALUE
+
+
+def strip_pulsar_schema_ids(metadata_schema_ids: Any) -> tuple[pa.Array, pa.Array]:
+    """Bulk :func:`strip_pulsar_schema_id`: returns ``(ids: binary, is_keyvalue: bool)``.
+
+    Null or empty input ids give null in both outputs.
+    """
+    arr = as_binary_array(metadata_schema_ids).cast(pa.large_binary())
+    empty = pc.equal(pc.binary_length(arr), 0)
+    arr = pc.if_else(empty, pa.scalar(None, pa.large_binary()), arr)
+    first = pc.binary_slice(arr, 0, 1)
+    is_kv = pc.equal(first, pa.scalar(b"\xfe", pa.large_binary()))
+    magic = pc.or_(pc.equal(first, pa.scalar(b"\xff", pa.large_binary())), is_kv)
+    stripped = pc.if_else(magic, pc.binary_slice(arr, 1), arr)
+    return stripped.cast(pa.binary()), is_kv
+
+
+# -- Apicurio header values ---------------------------------------------------------------------
+
+
+def apicurio_header_value(schema_id: int) -> bytes:
+    """The 8-byte big-endian value of an ``apicurio.{key,value}.globalId/contentId`` header."""
+    return int(schema_id).to_bytes(8, "big", signed=True)
+
+
+def apicurio_header_id(value: bytes) -> int:
+    """Read an Apicurio id header (always an 8-byte big-endian long, in v2 and v3)."""
+    value = bytes(value)
+    if len(value) != 8:
+        raise_for(ErrorCode.WIRE_SHORT_PREFIX, 0, len(value), len(value), protocol="8-byte Apicurio header")
+    return int.from_bytes(value, "big", signed=True)

@@ -1,0 +1,48 @@
+"""The status table: C header and Python enum agree, messages carry index and offset, pickling keeps them."""
+
+import pickle
+import re
+from pathlib import Path
+
+import pytest
+
+from pulsar_codec import errors
+from pulsar_codec.errors import ErrorCode
+
+HEADER = Path(__file__).resolve().parent.parent / "csrc" / "pc_status.h"
+
+
+def test_c_header_matches_python_codes():
+    text = HEADER.read_text()
+    c_codes = {m.group(1): int(m.group(2)) for m in re.finditer(r"\bPC_([A-Z0-9_]+)\s*=\s*(\d+)", text)}
+    py_codes = {c.name: int(c) for c in ErrorCode}
+    assert c_codes == py_codes
+
+
+def test_every_code_has_a_message():
+    for code in ErrorCode:
+        if code is ErrorCode.OK:
+            continue
+        exc = errors.error_for(code, 3, 7, 1)
+        assert isinstance(exc, errors.DecodeError)
+        assert str(exc).endswith("(message 3, byte 7)")
+        assert (exc.code, exc.index, exc.offset, exc.detail) == (code, 3, 7, 1)
+
+
+def test_message_shape():
+    with pytest.raises(errors.WireFormatError, match=r"^invalid magic byte 0x07, expected 0x00 \(message 12, byte 0\)$"):
+        errors.raise_for(ErrorCode.WIRE_BAD_MAGIC, 12, 0, 7, expected="0x00")
+
+
+def test_decode_errors_pickle_with_attributes():
+    exc = errors.error_for(ErrorCode.AVRO_TRUNCATED, 5, 9, 2)
+    back = pickle.loads(pickle.dumps(exc))
+    assert type(back) is errors.AvroDecodeError
+    assert (str(back), back.code, back.index, back.offset, back.detail) == (str(exc), exc.code, 5, 9, 2)
+
+
+def test_hierarchy():
+    assert issubclass(errors.WireFormatError, errors.DecodeError)
+    assert issubclass(errors.DecodeError, ValueError)
+    assert issubclass(errors.SchemaError, ValueError)
+    assert issubclass(errors.SchemaNotFoundError, LookupError)
