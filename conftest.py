@@ -10,8 +10,14 @@ PULSAR_CODEC_REQUIRE_EXTENSIONS=1, in which case importing pulsar_codec already 
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from pulsar_codec import _backend
+
+# The backend fixture only selects a twin; it holds no state that examples could share wrongly.
+settings.register_profile("default", suppress_health_check=[HealthCheck.function_scoped_fixture])
+settings.register_profile("ci", suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 BACKEND_NAMES = ("cython", "python")
 

@@ -389,7 +389,10 @@ def _guid_bytes(value: Any) -> bytes:
     if isinstance(value, uuid.UUID):
         return value.bytes
     if isinstance(value, str):
-        return uuid.UUID(value).bytes
+        try:
+            return uuid.UUID(value).bytes
+        except ValueError:
+            raise EncodeError(f"{value!r} is not a GUID") from None
     if isinstance(value, (bytes, bytearray)) and len(value) == 16:
         return bytes(value)
     raise EncodeError(f"a GUID schema id must be a uuid.UUID, its text or 16 bytes, got {value!r}")
