@@ -7,7 +7,7 @@ check against the message's own end offset, which is why bounds checking is off 
 
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
@@ -23,6 +23,7 @@ cdef extern from "pc_bytes.h":
     uint64_t pc_be64(const uint8_t *p) nogil
     void pc_put_be32(uint8_t *p, uint32_t v) nogil
     void pc_put_be64(uint8_t *p, uint64_t v) nogil
+    void pc_write_view(uint8_t *view, const uint8_t *data, int64_t start, int32_t len, int32_t buffer_index) nogil
     int pc_read_zigzag(const uint8_t *buf, int64_t *pos, int64_t end, int64_t *out) nogil
 
 __all__ = ["KIND_CONFLUENT", "KIND_CONFLUENT_PROTOBUF", "KIND_CONFLUENT_GUID", "KIND_CONFLUENT_GUID_PROTOBUF",
@@ -84,7 +85,7 @@ cdef int grow(int64_t **values, int64_t *capacity, int64_t need) noexcept nogil:
 cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *valid, int64_t n, int kind,
                       int64_t *ids, uint8_t *guids, int32_t *versions, uint8_t *protocols, int64_t *starts,
                       int32_t *counts, int64_t **values, int64_t *n_values, int64_t *capacity,
-                      pc_error *err) noexcept nogil:
+                      uint8_t *views, int32_t buffer_index, pc_error *err) noexcept nogil:
     # twin: _wire_py.unframe
     cdef int64_t i, start, end, size, pos, count, value, k
     cdef int rc
@@ -97,6 +98,7 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
         if valid != NULL and not valid[i]:
             starts[i] = end
             ids[i] = 0
+            memset(views + 16 * i, 0, 16)
             continue
         size = end - start
         if size == 0:
@@ -123,6 +125,7 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
                 starts[i] = start + 13
             else:
                 return fail(err, S_UNKNOWN_PROTOCOL, i, 0, first)
+            pc_write_view(views + 16 * i, buf, starts[i], <int32_t> (end - starts[i]), buffer_index)
             continue
         if kind == K_APICURIO:
             if first != 0:
@@ -131,6 +134,7 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
                 return fail(err, S_SHORT_PREFIX, i, size, size)
             ids[i] = <int64_t> pc_be64(buf + start + 1)
             starts[i] = start + 9
+            pc_write_view(views + 16 * i, buf, starts[i], <int32_t> (end - starts[i]), buffer_index)
             continue
         if kind == K_APICURIO_V3:
             if first != 0:
@@ -139,6 +143,7 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
                 return fail(err, S_SHORT_PREFIX, i, size, size)
             ids[i] = <int32_t> pc_be32(buf + start + 1)
             starts[i] = start + 5
+            pc_write_view(views + 16 * i, buf, starts[i], <int32_t> (end - starts[i]), buffer_index)
             continue
         if guid:
             if first != 1:
@@ -180,6 +185,7 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
                     n_values[0] += 1
                 counts[i] = <int32_t> count
         starts[i] = pos
+        pc_write_view(views + 16 * i, buf, pos, <int32_t> (end - pos), buffer_index)
     return 0
 
 
@@ -188,7 +194,7 @@ cdef copy_values(values_arr, const int64_t *values, int64_t n_values):
     memcpy(&dst[0], values, <size_t> n_values * sizeof(int64_t))
 
 
-def unframe(data, offsets, validity, int kind):
+def unframe(data, offsets, validity, int kind, int32_t buffer_index):
     """Split the prefixes of one chunk; same contract as ``_wire_py.unframe``."""
     cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
     offs_arr = np.ascontiguousarray(offsets, dtype=np.int64)
@@ -208,6 +214,8 @@ def unframe(data, offsets, validity, int kind):
     versions_arr = np.zeros(n if hortonworks else 1, dtype=np.int32)
     protocols_arr = np.zeros(n if hortonworks else 1, dtype=np.uint8)
     counts_arr = np.zeros(n if protobuf else 1, dtype=np.int32)
+    views_arr = np.empty(16 * n if n else 1, dtype=np.uint8)
+    cdef uint8_t[::1] views = views_arr
     cdef int64_t[::1] ids = ids_arr
     cdef int64_t[::1] starts = starts_arr
     cdef uint8_t[::1] guids = guids_arr
@@ -224,7 +232,8 @@ def unframe(data, offsets, validity, int kind):
     else:
         with nogil:
             rc = unframe_loop(&buf[0], &offs[0], valid, n, kind, &ids[0], &guids[0], &versions[0],
-                              &protocols[0], &starts[0], &counts[0], &values, &n_values, &capacity, &err)
+                              &protocols[0], &starts[0], &counts[0], &values, &n_values, &capacity,
+                              &views[0], buffer_index, &err)
     try:
         if rc == -1:
             raise MemoryError("pulsar_codec: out of memory while reading message indexes")
@@ -245,6 +254,7 @@ def unframe(data, offsets, validity, int kind):
         starts_arr,
         counts_arr if protobuf else None,
         values_arr,
+        views_arr[:16 * n],
     )
 
 

@@ -53,7 +53,7 @@ def _read_zigzag(buf, pos: int, end: int):
     return None, _VARINT_TOO_LONG
 
 
-def unframe(data, offsets, validity, kind: int):
+def unframe(data, offsets, validity, kind: int, buffer_index: int):
     """Split the prefixes of one chunk.
 
     Parameters
@@ -65,15 +65,18 @@ def unframe(data, offsets, validity, kind: int):
     validity : numpy bool array of n entries, or None when every message is valid.
     kind : int
         One of the KIND_* constants.
+    buffer_index : int
+        Index of ``data`` among the data buffers of the binary-view array being built.
 
     Returns
     -------
-    (error, ids, guids, versions, protocols, starts, index_counts, index_values)
+    (error, ids, guids, versions, protocols, starts, index_counts, index_values, views)
         ``error`` is None or ``(code, index, offset, detail)``. ``ids`` int64[n] (integer ids, or
         the metadata id for Hortonworks protocol 1), ``guids`` uint8[16n] or None, ``versions``
         int32[n] or None (Hortonworks protocol 1), ``protocols`` uint8[n] or None (Hortonworks),
         ``starts`` int64[n] payload start offsets, ``index_counts`` int32[n] and ``index_values``
-        int64[m] for the Protobuf variants, else None.
+        int64[m] for the Protobuf variants, else None; ``views`` uint8[16n] Arrow binary views of
+        the payloads (meaningful for the messages before the error, if any).
     """
     buf = memoryview(data).cast("B")
     n = len(offsets) - 1
@@ -185,15 +188,17 @@ def unframe(data, offsets, validity, kind: int):
                     break
                 counts[i] = count
         starts[i] = pos
+    starts_arr = np.array(starts, dtype=np.int64)
     return (
         error,
         np.array(ids, dtype=np.int64),
         None if guids is None else np.frombuffer(bytes(guids), dtype=np.uint8),
         None if versions is None else np.array(versions, dtype=np.int32),
         None if protocols is None else np.frombuffer(bytes(protocols), dtype=np.uint8),
-        np.array(starts, dtype=np.int64),
+        starts_arr,
         None if counts is None else np.array(counts, dtype=np.int32),
         None if values is None else np.array(values, dtype=np.int64),
+        None if error is not None else binary_views(data, starts_arr, offsets[1:], validity, buffer_index),
     )
 
 

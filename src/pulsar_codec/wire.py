@@ -222,8 +222,8 @@ def protocol_by_name(name: str | Protocol) -> Protocol:
         raise ValueError(f"unknown protocol {name!r}; known: {', '.join(sorted(PROTOCOLS))}") from None
 
 
-def _run_unframe(chunk: Chunk, protocol: Protocol):
-    result = _backend.active().wire.unframe(chunk.data, chunk.offsets, chunk.validity, protocol.kind)
+def _run_unframe(chunk: Chunk, protocol: Protocol, buffer_index: int = 0):
+    result = _backend.active().wire.unframe(chunk.data, chunk.offsets, chunk.validity, protocol.kind, buffer_index)
     error = result[0]
     if error is not None:
         code, index, offset, detail = error
@@ -261,6 +261,13 @@ class Framed:
         return len(self.payloads)
 
 
+def _joined(parts: list, dtype) -> np.ndarray:
+    """Concatenate per-chunk kernel outputs; a single chunk is passed through without a copy."""
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+
 def unframe(messages: Any, protocol: Protocol | str = CONFLUENT) -> Framed:
     """Strip the wire prefix of every message.
 
@@ -277,46 +284,43 @@ def unframe(messages: Any, protocol: Protocol | str = CONFLUENT) -> Framed:
         For the first malformed message, with its index and byte offset.
     """
     protocol = protocol_by_name(protocol)
-    kernels = _backend.active().wire
     chunks, total = binary_chunks(messages)
     ids_parts, guid_parts, version_parts, proto_parts, view_parts, count_parts, value_parts = [], [], [], [], [], [], []
     slices = []
     for k, chunk in enumerate(chunks):
-        result = _run_unframe(chunk, protocol)
-        _, ids, guids, versions, protos, starts, counts, values = result
+        _, ids, guids, versions, protos, starts, counts, values, views = _run_unframe(chunk, protocol, k)
         ids_parts.append(ids)
         guid_parts.append(guids)
         version_parts.append(versions)
         proto_parts.append(protos)
         count_parts.append(counts)
         value_parts.append(values)
-        view_parts.append(kernels.binary_views(chunk.data, starts, chunk.offsets[1:], chunk.validity, k))
+        view_parts.append(views)
         slices.append((chunk, starts))
     mask = bool_mask(chunks, total)
     validity = validity_buffer(mask)
     null_count = 0 if mask is None else int(total - mask.sum())
-    ids = np.concatenate(ids_parts) if ids_parts else np.empty(0, dtype=np.int64)
-
-    views = np.concatenate(view_parts) if view_parts else np.empty(0, dtype=np.uint8)
+    ids = _joined(ids_parts, np.int64)
+    views = _joined(view_parts, np.uint8)
     payloads = pa.Array.from_buffers(
         pa.binary_view(), total, [validity, pa.py_buffer(views)] + [c.data for c in chunks], null_count=null_count
     )
 
     if isinstance(protocol, ConfluentProtocol) and protocol.guid:
-        guids = np.concatenate(guid_parts) if guid_parts else np.empty(0, dtype=np.uint8)
+        guids = _joined(guid_parts, np.uint8)
         schema_ids = pa.Array.from_buffers(pa.binary(16), total, [validity, pa.py_buffer(guids)], null_count=null_count)
     else:
         schema_ids = pa.Array.from_buffers(pa.int64(), total, [validity, pa.py_buffer(ids)], null_count=null_count)
 
     protocols = None
     if isinstance(protocol, HortonworksProtocol):
-        protos = np.concatenate(proto_parts) if proto_parts else np.empty(0, dtype=np.uint8)
+        protos = _joined(proto_parts, np.uint8)
         protocols = pa.Array.from_buffers(pa.uint8(), total, [validity, pa.py_buffer(protos)], null_count=null_count)
         is_meta = protos == 1
         if mask is not None:
             is_meta &= mask
         if is_meta.any():
-            versions = np.concatenate(version_parts)
+            versions = _joined(version_parts, np.int32)
             valid = np.ones(total, dtype=bool) if mask is None else mask
             schema_ids = pa.StructArray.from_arrays(
                 [
@@ -330,8 +334,8 @@ def unframe(messages: Any, protocol: Protocol | str = CONFLUENT) -> Framed:
 
     message_indexes = None
     if isinstance(protocol, ConfluentProtocol) and protocol.protobuf:
-        counts = np.concatenate(count_parts) if count_parts else np.empty(0, dtype=np.int32)
-        values = np.concatenate(value_parts) if value_parts else np.empty(0, dtype=np.int64)
+        counts = _joined(count_parts, np.int32)
+        values = _joined(value_parts, np.int64)
         list_offsets = np.zeros(total + 1, dtype=np.int32)
         np.cumsum(counts, out=list_offsets[1:])
         message_indexes = pa.Array.from_buffers(
