@@ -21,9 +21,12 @@ typedef enum {
     PC_KV_NEGATIVE_LENGTH = 21,
     PC_KV_LENGTH_PAST_END = 22,
     PC_KV_TRAILING_BYTES = 23,
+    PC_KV_INVALID_BASE64 = 24,
     /* Pulsar primitives */
     PC_PRIM_BAD_LENGTH = 30,
     PC_PRIM_INVALID_UTF8 = 31,
+    PC_PRIM_OUT_OF_RANGE = 32,
+    PC_PRIM_UNDECODABLE = 33,
     /* Avro */
     PC_AVRO_TRUNCATED = 40,
     PC_AVRO_VARINT_TOO_LONG = 41,
@@ -40,7 +43,9 @@ typedef enum {
     PC_AVRO_UNRESOLVED_UNION_BRANCH = 52,
     PC_AVRO_NEGATIVE_BLOCK_SIZE = 53,
     PC_AVRO_BAD_BOOLEAN = 54,
-    PC_AVRO_DEPTH_EXCEEDED = 55
+    PC_AVRO_DEPTH_EXCEEDED = 55,
+    PC_AVRO_DURATION_OUT_OF_RANGE = 56,
+    PC_AVRO_OUTPUT_TOO_LARGE = 57
 } pc_status;
 
 /* Where and why a kernel stopped. */

@@ -135,9 +135,12 @@ class ErrorCode(enum.IntEnum):
     KV_NEGATIVE_LENGTH = 21
     KV_LENGTH_PAST_END = 22
     KV_TRAILING_BYTES = 23
+    KV_INVALID_BASE64 = 24
     # Pulsar primitives: 30-39
     PRIM_BAD_LENGTH = 30
     PRIM_INVALID_UTF8 = 31
+    PRIM_OUT_OF_RANGE = 32
+    PRIM_UNDECODABLE = 33
     # Avro bodies: 40-79
     AVRO_TRUNCATED = 40
     AVRO_VARINT_TOO_LONG = 41
@@ -155,6 +158,8 @@ class ErrorCode(enum.IntEnum):
     AVRO_NEGATIVE_BLOCK_SIZE = 53
     AVRO_BAD_BOOLEAN = 54
     AVRO_DEPTH_EXCEEDED = 55
+    AVRO_DURATION_OUT_OF_RANGE = 56
+    AVRO_OUTPUT_TOO_LARGE = 57
 
 
 # code -> (exception class, message template). Templates may use {detail} and any keyword passed
@@ -186,8 +191,14 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
         "{part} length {detail} runs past the end of the data",
     ),
     ErrorCode.KV_TRAILING_BYTES: (KeyValueFormatError, "{detail} trailing bytes after the value"),
+    ErrorCode.KV_INVALID_BASE64: (
+        KeyValueFormatError,
+        "partition key of {detail} characters is not valid Base64",
+    ),
     ErrorCode.PRIM_BAD_LENGTH: (PrimitiveDecodeError, "{type} value of {detail} bytes, expected {expected}"),
     ErrorCode.PRIM_INVALID_UTF8: (PrimitiveDecodeError, "invalid UTF-8 in {type} value"),
+    ErrorCode.PRIM_OUT_OF_RANGE: (PrimitiveDecodeError, "{type} field value {detail} is out of range for {target}"),
+    ErrorCode.PRIM_UNDECODABLE: (PrimitiveDecodeError, "{type} value is not valid {charset} text"),
     ErrorCode.AVRO_TRUNCATED: (AvroDecodeError, "truncated Avro data: {detail} more bytes needed"),
     ErrorCode.AVRO_VARINT_TOO_LONG: (AvroDecodeError, "varint longer than 10 bytes"),
     ErrorCode.AVRO_INT_OUT_OF_RANGE: (AvroDecodeError, "int value {detail} outside the 32-bit range"),
@@ -213,6 +224,14 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
     ErrorCode.AVRO_NEGATIVE_BLOCK_SIZE: (AvroDecodeError, "invalid block byte size {detail}"),
     ErrorCode.AVRO_BAD_BOOLEAN: (AvroDecodeError, "invalid boolean byte 0x{detail:02x}"),
     ErrorCode.AVRO_DEPTH_EXCEEDED: (AvroDecodeError, "nesting deeper than {detail} levels"),
+    ErrorCode.AVRO_DURATION_OUT_OF_RANGE: (
+        AvroDecodeError,
+        "duration months or days value {detail} does not fit a signed 32-bit interval field",
+    ),
+    ErrorCode.AVRO_OUTPUT_TOO_LARGE: (
+        AvroDecodeError,
+        "decoded column passes the 2 GiB limit of 32-bit Arrow offsets ({detail} entries); decode fewer rows at once",
+    ),
 }
 
 

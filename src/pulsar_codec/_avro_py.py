@@ -1,0 +1,596 @@
+"""Pure-Python twin of the Avro batch decoder (compiled twin: ``_avro_c.pyx``).
+
+The kernel interprets the flat decode program of :mod:`pulsar_codec.avro.plan` over every payload
+of a batch and fills one column builder per slot of the reader layout. Here each op becomes a
+closure bound to its builder lists (compiled once per call, which costs microseconds), varints are
+read inline, and the cyclic garbage collector is paused around the loop.
+
+Contract shared with the compiled twin
+--------------------------------------
+``decode(slots, plans, segments, keep_going)``
+
+``slots``
+    ``[(kind, nullable, width, children, null_branch), ...]`` from ``Layout.specs``.
+``plans``
+    ``[(ops, kids), ...]`` from ``plan.build_plan``; a row uses the plan its ``plan_ids`` entry names.
+``segments``
+    ``[(data, starts, ends, validity, plan_ids), ...]``: payload ``i`` of a segment is
+    ``data[starts[i]:ends[i]]``; ``validity`` (bool array or None) marks null payloads;
+    ``plan_ids`` (int array or None = all 0). Rows are numbered across segments.
+``keep_going``
+    False: stop at the first bad row. True: a bad row becomes a null row and decoding goes on.
+
+Returns ``(errors, outputs)``: ``errors`` is a list of ``(code, row, offset, detail)`` (the offset
+counted from the start of that payload); ``outputs[s] = (length, validity, b1, b2)`` per slot, with
+numpy arrays (validity: uint8 per element; b1: values, offsets or union type ids; b2: string data or
+union offsets). Slot 0 holds exactly the rows that were completed (all rows when keep_going).
+"""
+
+from __future__ import annotations
+
+import gc
+import struct
+
+import numpy as np
+
+__all__ = ["decode"]
+
+# slot kinds and op codes: identical to pulsar_codec.avro.plan and csrc/pc_avro.h
+K_NULL, K_BOOL, K_I32, K_I64, K_F32, K_F64, K_RAW, K_BIN, K_LIST, K_MAP, K_STRUCT, K_UNION = range(12)
+(O_NULL, O_BOOL, O_INT, O_LONG, O_FLOAT, O_DOUBLE, O_INT_L, O_INT_F, O_INT_D, O_LONG_F, O_LONG_D, O_FLOAT_D,
+ O_STRING, O_BYTES, O_FIXED, O_ENUM, O_DEC_BYTES, O_DEC_FIXED, O_DURATION, O_RECORD, O_ARRAY, O_MAP, O_UNION,
+ O_SELECT, O_NULLFILL, O_DEFAULT, O_BRANCH_ERR) = range(1, 28)
+(O_SK_NOP, O_SK_BOOL, O_SK_VARINT, O_SK_F32, O_SK_F64, O_SK_BYTES, O_SK_FIXED, O_SK_ARRAY, O_SK_MAP, O_SK_RECORD,
+ O_SK_UNION) = range(30, 41)
+
+# status codes (pulsar_codec.errors.ErrorCode)
+_TRUNCATED = 40
+_VARINT_TOO_LONG = 41
+_INT_OUT_OF_RANGE = 42
+_BAD_UNION_INDEX = 43
+_BAD_ENUM_INDEX = 44
+_INVALID_UTF8 = 45
+_TRAILING_BYTES = 46
+_NEGATIVE_LENGTH = 47
+_LENGTH_PAST_END = 48
+_BLOCK_COUNT_TOO_LARGE = 49
+_DECIMAL_OVERFLOW = 50
+_UNKNOWN_ENUM_SYMBOL = 51
+_UNRESOLVED_UNION_BRANCH = 52
+_NEGATIVE_BLOCK_SIZE = 53
+_BAD_BOOLEAN = 54
+_DURATION_OUT_OF_RANGE = 56
+
+_ZERO_SIZE_ITEM_LIMIT = 1 << 20
+_MASK64 = 0xFFFFFFFFFFFFFFFF
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+_unpack_f = struct.Struct("<f").unpack_from
+_unpack_d = struct.Struct("<d").unpack_from
+_unpack_duration = struct.Struct("<III").unpack_from
+_pack_interval = struct.Struct("<iiq").pack
+_pack_f = struct.Struct("<f").pack
+_pack_d = struct.Struct("<d").pack
+
+
+class _Fail(Exception):
+    """Internal: a bad byte at an absolute position of the chunk buffer."""
+
+    def __init__(self, code: int, pos: int, detail: int) -> None:
+        self.code = code
+        self.pos = pos
+        self.detail = detail
+
+
+def _varint(buf, pos, end):
+    """Zigzag varint of at most 10 bytes at ``pos``: (value, new_pos)."""
+    start = pos
+    acc = 0
+    shift = 0
+    while True:
+        if shift == 70:
+            raise _Fail(_VARINT_TOO_LONG, start, 0)
+        if pos >= end:
+            raise _Fail(_TRUNCATED, start, 1)
+        b = buf[pos]
+        pos += 1
+        acc |= (b & 0x7F) << shift
+        if b < 0x80:
+            acc &= _MASK64
+            return (acc >> 1) ^ -(acc & 1), pos
+        shift += 7
+
+
+class _Builder:
+    __slots__ = ("kind", "width", "children", "null_branch", "vals", "valid", "uoffs", "committed")
+
+    def __init__(self, spec) -> None:
+        kind, nullable, width, children, null_branch = spec
+        self.kind = kind
+        self.width = width
+        self.children = tuple(children)
+        self.null_branch = null_branch
+        self.vals: list = []  # one entry per element (values, pieces, end offsets, marks, type ids)
+        self.valid: list | None = [] if nullable else None
+        self.uoffs: list = []
+        self.committed: list = [0] * len(children)
+
+
+def _truncate(B, sid: int, n: int) -> None:
+    """Drop everything past the first ``n`` committed elements of slot ``sid`` and its children."""
+    b = B[sid]
+    kind = b.kind
+    if kind == K_UNION:
+        for i in range(len(b.vals) - 1, n - 1, -1):
+            b.committed[b.vals[i]] = b.uoffs[i]
+        del b.uoffs[n:]
+    del b.vals[n:]
+    if b.valid is not None:
+        del b.valid[n:]
+    if kind in (K_LIST, K_MAP):
+        m = b.vals[n - 1] if n else 0
+        for c in b.children:
+            _truncate(B, c, m)
+    elif kind == K_STRUCT:
+        for c in b.children:
+            _truncate(B, c, n)
+    elif kind == K_UNION:
+        for k, c in enumerate(b.children):
+            _truncate(B, c, b.committed[k])
+
+
+# floats are kept as their little-endian bytes, so NaN payloads survive exactly as in C
+_PLACEHOLDER = {K_NULL: 0, K_BOOL: 0, K_I32: 0, K_I64: 0, K_F32: bytes(4), K_F64: bytes(8), K_BIN: b""}
+
+
+def _null_fill(B, sid: int) -> None:
+    """Append one null (a placeholder where the slot has no validity) to slot ``sid``."""
+    b = B[sid]
+    kind = b.kind
+    if kind == K_UNION:
+        k = b.null_branch
+        c = b.children[k]
+        off = len(B[c].vals)
+        _null_fill(B, c)
+        b.vals.append(k)
+        b.uoffs.append(off)
+        b.committed[k] = off + 1
+        return
+    if kind == K_STRUCT:
+        for c in b.children:
+            _null_fill(B, c)
+        b.vals.append(0)
+    elif kind in (K_LIST, K_MAP):
+        b.vals.append(len(B[b.children[0]].vals))
+    elif kind == K_RAW:
+        b.vals.append(bytes(b.width))
+    else:
+        b.vals.append(_PLACEHOLDER[kind])
+    if b.valid is not None:
+        b.valid.append(0)
+
+
+def _make_nullfill(B, sid: int):
+    b = B[sid]
+    if b.kind in _PLACEHOLDER and b.valid is not None:
+        vapp, napp, ph = b.vals.append, b.valid.append, _PLACEHOLDER[b.kind]
+
+        def nullfill(buf, pos, end):
+            vapp(ph)
+            napp(0)
+            return pos
+
+        return nullfill
+
+    def nullfill_any(buf, pos, end):
+        _null_fill(B, sid)
+        return pos
+
+    return nullfill_any
+
+
+def _compile(ops, kids, B, budget):
+    """Closures for every op of one plan; returns the root closure."""
+
+    def build(i: int):
+        code, sid, first, count, arg, arg2, table, const = ops[i]
+        children = [build(k) for k in kids[first : first + count]]
+        b = B[sid] if sid >= 0 else None
+        app = b.vals.append if b is not None else None
+        valid = b.valid if b is not None else None
+        f = _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid)
+        if valid is not None and code not in (O_NULLFILL, O_SELECT, O_DEFAULT):
+            vapp = valid.append
+
+            def nullable(buf, pos, end, _f=f):
+                pos = _f(buf, pos, end)
+                vapp(1)
+                return pos
+
+            return nullable
+        return f
+
+    return build(0)
+
+
+def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid):  # noqa: C901 - one case per op
+    if code in (O_INT, O_INT_L):
+
+        def read_int(buf, pos, end):
+            if pos >= end:
+                raise _Fail(_TRUNCATED, pos, 1)
+            b = buf[pos]
+            if b < 0x80:
+                app((b >> 1) ^ -(b & 1))
+                return pos + 1
+            start = pos
+            v, pos = _varint(buf, pos, end)
+            if v < _INT32_MIN or v > _INT32_MAX:
+                raise _Fail(_INT_OUT_OF_RANGE, start, v)
+            app(v)
+            return pos
+
+        return read_int
+    if code in (O_INT_F, O_INT_D):
+        pack = _pack_f if code == O_INT_F else _pack_d
+
+        def read_int_as_float(buf, pos, end):
+            start = pos
+            v, pos = _varint(buf, pos, end)
+            if v < _INT32_MIN or v > _INT32_MAX:
+                raise _Fail(_INT_OUT_OF_RANGE, start, v)
+            app(pack(float(v)))
+            return pos
+
+        return read_int_as_float
+    if code in (O_LONG, O_LONG_F, O_LONG_D, O_SK_VARINT):
+        if code == O_SK_VARINT:
+
+            def skip_varint(buf, pos, end):
+                if pos >= end:
+                    raise _Fail(_TRUNCATED, pos, 1)
+                if buf[pos] < 0x80:
+                    return pos + 1
+                return _varint(buf, pos, end)[1]
+
+            return skip_varint
+        if code == O_LONG:
+
+            def read_long(buf, pos, end):
+                if pos >= end:
+                    raise _Fail(_TRUNCATED, pos, 1)
+                b = buf[pos]
+                if b < 0x80:
+                    app((b >> 1) ^ -(b & 1))
+                    return pos + 1
+                v, pos = _varint(buf, pos, end)
+                app(v)
+                return pos
+
+            return read_long
+
+        pack = _pack_f if code == O_LONG_F else _pack_d
+
+        def read_long_as_float(buf, pos, end):
+            v, pos = _varint(buf, pos, end)
+            app(pack(float(v)))
+            return pos
+
+        return read_long_as_float
+    if code == O_FLOAT_D:
+
+        def read_float_as_double(buf, pos, end):
+            if end - pos < 4:
+                raise _Fail(_TRUNCATED, pos, 4 - (end - pos))
+            app(_pack_d(_unpack_f(buf, pos)[0]))
+            return pos + 4
+
+        return read_float_as_double
+    if code in (O_FLOAT, O_DOUBLE):
+        size = 4 if code == O_FLOAT else 8
+
+        def read_float(buf, pos, end):
+            if end - pos < size:
+                raise _Fail(_TRUNCATED, pos, size - (end - pos))
+            app(buf[pos : pos + size])
+            return pos + size
+
+        return read_float
+    if code == O_BOOL:
+
+        def read_bool(buf, pos, end):
+            if pos >= end:
+                raise _Fail(_TRUNCATED, pos, 1)
+            b = buf[pos]
+            if b > 1:
+                raise _Fail(_BAD_BOOLEAN, pos, b)
+            app(b)
+            return pos + 1
+
+        return read_bool
+    if code == O_NULL:
+
+        def read_null(buf, pos, end):
+            app(0)
+            return pos
+
+        return read_null
+    if code in (O_STRING, O_BYTES, O_SK_BYTES, O_DEC_BYTES):
+        check = code == O_STRING
+        skip = code == O_SK_BYTES
+        dec = code == O_DEC_BYTES
+        width = arg
+
+        def read_bytes(buf, pos, end):
+            start = pos
+            if pos < end and buf[pos] < 0x80:
+                b = buf[pos]
+                n = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                n, pos = _varint(buf, pos, end)
+            if n < 0:
+                raise _Fail(_NEGATIVE_LENGTH, start, n)
+            if n > end - pos:
+                raise _Fail(_LENGTH_PAST_END, start, n)
+            if skip:
+                return pos + n
+            data = buf[pos : pos + n]
+            if check and not data.isascii():
+                try:
+                    data.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise _Fail(_INVALID_UTF8, pos, 0) from None
+            if dec:
+                try:
+                    data = int.from_bytes(data, "big", signed=True).to_bytes(width, "little", signed=True)
+                except OverflowError:
+                    raise _Fail(_DECIMAL_OVERFLOW, start, n) from None
+            app(data)
+            return pos + n
+
+        return read_bytes
+    if code in (O_FIXED, O_SK_FIXED, O_DEC_FIXED, O_DURATION, O_SK_F32, O_SK_F64, O_SK_BOOL):
+        size = {O_SK_F32: 4, O_SK_F64: 8, O_SK_BOOL: 1, O_DURATION: 12}.get(code, arg)
+        skip = code in (O_SK_FIXED, O_SK_F32, O_SK_F64, O_SK_BOOL)
+        width = arg2
+
+        def read_fixed(buf, pos, end):
+            if size > end - pos:
+                raise _Fail(_TRUNCATED, pos, size - (end - pos))
+            if skip:
+                return pos + size
+            if code == O_FIXED:
+                app(buf[pos : pos + size])
+            elif code == O_DEC_FIXED:
+                try:
+                    app(int.from_bytes(buf[pos : pos + size], "big", signed=True).to_bytes(width, "little", signed=True))
+                except OverflowError:
+                    raise _Fail(_DECIMAL_OVERFLOW, pos, size) from None
+            else:
+                months, days, millis = _unpack_duration(buf, pos)
+                if months > _INT32_MAX:
+                    raise _Fail(_DURATION_OUT_OF_RANGE, pos, months)
+                if days > _INT32_MAX:
+                    raise _Fail(_DURATION_OUT_OF_RANGE, pos + 4, days)
+                app(_pack_interval(months, days, millis * 1_000_000))
+            return pos + size
+
+        return read_fixed
+    if code == O_SK_NOP:
+        return lambda buf, pos, end: pos
+    if code == O_ENUM:
+        nsym = arg
+
+        def read_enum(buf, pos, end):
+            start = pos
+            if pos < end and buf[pos] < 0x80:
+                b = buf[pos]
+                v = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                v, pos = _varint(buf, pos, end)
+            if v < 0 or v >= nsym:
+                raise _Fail(_BAD_ENUM_INDEX, start, v)
+            if table is not None:
+                m = table[v]
+                if m < 0:
+                    raise _Fail(_UNKNOWN_ENUM_SYMBOL, start, v)
+                v = m
+            app(v)
+            return pos
+
+        return read_enum
+    if code in (O_RECORD, O_SK_RECORD):
+        fields = tuple(children)
+        mark = code == O_RECORD
+
+        def read_record(buf, pos, end):
+            for f in fields:
+                pos = f(buf, pos, end)
+            if mark:
+                app(0)
+            return pos
+
+        return read_record
+    if code in (O_ARRAY, O_MAP, O_SK_ARRAY, O_SK_MAP):
+        item = children[0]
+        is_map = code in (O_MAP, O_SK_MAP)
+        skipping = code in (O_SK_ARRAY, O_SK_MAP)
+        min_size = arg
+        if is_map and not skipping:
+            key_app = B[arg2].vals.append
+        child_vals = None if skipping else B[B[sid].children[1 if is_map else 0]].vals
+
+        def read_blocks(buf, pos, end):
+            while True:
+                start = pos
+                count, pos = _varint(buf, pos, end)
+                if count == 0:
+                    break
+                orig = count
+                if count < 0:
+                    sstart = pos
+                    size, pos = _varint(buf, pos, end)
+                    if size < 0:
+                        raise _Fail(_NEGATIVE_BLOCK_SIZE, sstart, size)
+                    count = -count
+                    if skipping:
+                        if size > end - pos:
+                            raise _Fail(_LENGTH_PAST_END, sstart, size)
+                        pos += size
+                        continue
+                if min_size:
+                    if count > (end - pos) // min_size:
+                        raise _Fail(_BLOCK_COUNT_TOO_LARGE, start, orig)
+                else:
+                    budget[0] -= count
+                    if budget[0] < 0:
+                        raise _Fail(_BLOCK_COUNT_TOO_LARGE, start, orig)
+                for _ in range(count):
+                    if is_map:
+                        kstart = pos
+                        n, pos = _varint(buf, pos, end)
+                        if n < 0:
+                            raise _Fail(_NEGATIVE_LENGTH, kstart, n)
+                        if n > end - pos:
+                            raise _Fail(_LENGTH_PAST_END, kstart, n)
+                        if not skipping:
+                            key = buf[pos : pos + n]
+                            if not key.isascii():
+                                try:
+                                    key.decode("utf-8")
+                                except UnicodeDecodeError:
+                                    raise _Fail(_INVALID_UTF8, pos, 0) from None
+                            key_app(key)
+                        pos += n
+                    pos = item(buf, pos, end)
+            if not skipping:
+                app(len(child_vals))
+            return pos
+
+        return read_blocks
+    if code in (O_UNION, O_SK_UNION):
+        branches = tuple(children)
+        nb = arg
+
+        def read_union(buf, pos, end):
+            start = pos
+            if pos < end and buf[pos] < 0x80:
+                b = buf[pos]
+                k = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                k, pos = _varint(buf, pos, end)
+            if k < 0 or k >= nb:
+                raise _Fail(_BAD_UNION_INDEX, start, k)
+            f = branches[k]
+            if f is None:
+                raise _Fail(_UNRESOLVED_UNION_BRANCH, start, k)
+            return f(buf, pos, end)
+
+        return read_union
+    if code == O_BRANCH_ERR:
+        return None
+    if code == O_SELECT:
+        child = children[0]
+        ub = B[sid]
+        tapp, oapp, committed = ub.vals.append, ub.uoffs.append, ub.committed
+        cvals = B[arg2].vals
+        k = arg
+
+        def select(buf, pos, end):
+            off = len(cvals)
+            pos = child(buf, pos, end)
+            tapp(k)
+            oapp(off)
+            committed[k] = off + 1
+            return pos
+
+        return select
+    if code == O_NULLFILL:
+        return _make_nullfill(B, sid)
+    if code == O_DEFAULT:
+        child = children[0]
+        n = len(const)
+
+        def default(buf, pos, end):
+            child(const, 0, n)
+            return pos
+
+        return default
+    raise ValueError(f"unknown Avro op code {code}")  # pragma: no cover
+
+
+def _finish(B) -> list:
+    out = []
+    for b in B:
+        n = len(b.vals)
+        kind = b.kind
+        valid = np.array(b.valid, dtype=np.uint8) if b.valid is not None else None
+        b1 = b2 = None
+        if kind == K_BOOL:
+            b1 = np.array(b.vals, dtype=np.uint8)
+        elif kind == K_I32:
+            b1 = np.array(b.vals, dtype=np.int32)
+        elif kind == K_I64:
+            b1 = np.array(b.vals, dtype=np.int64)
+        elif kind in (K_RAW, K_F32, K_F64):
+            b1 = np.frombuffer(b"".join(b.vals), dtype=np.uint8)
+        elif kind == K_BIN:
+            offs = np.zeros(n + 1, dtype=np.int64)
+            if n:
+                np.cumsum(np.fromiter(map(len, b.vals), dtype=np.int64, count=n), out=offs[1:])
+            b1 = offs
+            b2 = np.frombuffer(b"".join(b.vals), dtype=np.uint8)
+        elif kind in (K_LIST, K_MAP):
+            b1 = np.zeros(n + 1, dtype=np.int64)
+            b1[1:] = b.vals
+        elif kind == K_UNION:
+            b1 = np.array(b.vals, dtype=np.int8)
+            b2 = np.array(b.uoffs, dtype=np.int32)
+        out.append((n, valid, b1, b2))
+    return out
+
+
+def decode(slots, plans, segments, keep_going):
+    """Decode every payload of ``segments``; see the module docstring for the contract."""
+    B = [_Builder(spec) for spec in slots]
+    budget = [_ZERO_SIZE_ITEM_LIMIT]
+    roots = [_compile(ops, kids, B, budget) for ops, kids in plans]
+    errors = []
+    row0 = 0
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for data, starts, ends, validity, plan_ids in segments:
+            buf = bytes(data)
+            s_list = np.asarray(starts, dtype=np.int64).tolist()
+            e_list = np.asarray(ends, dtype=np.int64).tolist()
+            v_list = None if validity is None else np.asarray(validity, dtype=bool).tolist()
+            p_list = None if plan_ids is None else np.asarray(plan_ids, dtype=np.int64).tolist()
+            root = roots[0]
+            for i in range(len(s_list)):
+                if v_list is not None and not v_list[i]:
+                    _null_fill(B, 0)
+                    continue
+                if p_list is not None:
+                    root = roots[p_list[i]]
+                s = s_list[i]
+                e = e_list[i]
+                budget[0] = _ZERO_SIZE_ITEM_LIMIT
+                try:
+                    pos = root(buf, s, e)
+                    if pos != e:
+                        raise _Fail(_TRAILING_BYTES, pos, e - pos)
+                except _Fail as fail:
+                    _truncate(B, 0, row0 + i)
+                    errors.append((fail.code, row0 + i, fail.pos - s, fail.detail))
+                    if not keep_going:
+                        return errors, _finish(B)
+                    _null_fill(B, 0)
+            row0 += len(s_list)
+    finally:
+        if enabled:
+            gc.enable()
+    return errors, _finish(B)

@@ -1,0 +1,211 @@
+"""Pure-Python twin of the KeyValue kernels (compiled twin: ``_keyvalue_c.pyx``).
+
+Both layouts handled here are two length-prefixed parts, ``i32 BE len || bytes || i32 BE len ||
+bytes``: the INLINE KeyValue payload (key, value) and the PIP-420 KeyValue schema id (key schema
+id, value schema id). ``mode`` says what a negative or zero length means:
+
+``MODE_INLINE``      Java ``KeyValue``: -1 is null, 0 is empty, any other negative length is an error.
+``MODE_INLINE_CPP``  C++ ``KeyValueImpl``: -1 reads as empty (C++ has no null component).
+``MODE_SCHEMA_ID``   ``KeyValue.getSchemaId``: 0 and -1 both mean "no id" (null), other negatives are
+                     errors; an empty (or null) schema id is "no ids at all" (both null).
+
+The kernels never format text: errors are ``(code, index, offset, detail)`` tuples, see
+:mod:`pulsar_codec.errors`. The offset is relative to the start of the message; the key's length
+field is always at offset 0, which is how the caller tells a key error from a value error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["MODE_INLINE", "MODE_INLINE_CPP", "MODE_SCHEMA_ID", "split", "split_copy", "join", "gather"]
+
+MODE_INLINE = 1
+MODE_INLINE_CPP = 2
+MODE_SCHEMA_ID = 3
+
+# status codes (see errors.ErrorCode)
+_TRUNCATED_LENGTH = 20
+_NEGATIVE_LENGTH = 21
+_LENGTH_PAST_END = 22
+_TRAILING_BYTES = 23
+
+
+def split_one(buf, start: int, end: int, mode: int):
+    """Parse one message ``buf[start:end]``.
+
+    Returns ``(None, key_start, key_end, key_valid, value_start, value_end, value_valid)`` or
+    ``((code, offset, detail), ...)`` with the remaining entries None. Shared by :func:`split`
+    and the per-value functions of :mod:`pulsar_codec.keyvalue`.
+    """
+    if mode == MODE_SCHEMA_ID and start == end:
+        return None, end, end, 0, end, end, 0
+    pos = start
+    result = [None]
+    for _part in range(2):
+        left = end - pos
+        if left < 4:
+            return (_TRUNCATED_LENGTH, pos - start, left), None, None, None, None, None, None
+        length = int.from_bytes(buf[pos:pos + 4], "big", signed=True)
+        if length < 0:
+            if length != -1:
+                return (_NEGATIVE_LENGTH, pos - start, length), None, None, None, None, None, None
+            pos += 4
+            result += (pos, pos, 1 if mode == MODE_INLINE_CPP else 0)
+            continue
+        if length > left - 4:
+            return (_LENGTH_PAST_END, pos - start, length), None, None, None, None, None, None
+        pos += 4
+        result += (pos, pos + length, 0 if (mode == MODE_SCHEMA_ID and length == 0) else 1)
+        pos += length
+    if pos != end:
+        return (_TRAILING_BYTES, pos - start, end - pos), None, None, None, None, None, None
+    return tuple(result)
+
+
+def split(data, offsets, validity, mode: int):
+    """Split every two-part message of one chunk.
+
+    Parameters
+    ----------
+    data : bytes-like
+        The chunk's data buffer.
+    offsets : numpy int64 array of n + 1 entries
+        Message boundaries in ``data``.
+    validity : numpy bool array of n entries, or None when every message is valid.
+    mode : int
+        One of the MODE_* constants.
+
+    Returns
+    -------
+    (error, key_starts, key_ends, key_valid, value_starts, value_ends, value_valid)
+        ``error`` is None or ``(code, index, offset, detail)``. Starts and ends are int64[n]
+        positions in ``data``; the ``*_valid`` arrays are uint8[n] (0 for a null part, and for
+        both parts of a null message).
+    """
+    buf = memoryview(data).cast("B")
+    n = len(offsets) - 1
+    offs = np.asarray(offsets, dtype=np.int64).tolist()
+    valid = None if validity is None else np.asarray(validity, dtype=bool).tolist()
+    ks = [0] * n
+    ke = [0] * n
+    kv = [0] * n
+    vs = [0] * n
+    ve = [0] * n
+    vv = [0] * n
+    error = None
+    for i in range(n):
+        start = offs[i]
+        end = offs[i + 1]
+        if valid is not None and not valid[i]:
+            ks[i] = ke[i] = vs[i] = ve[i] = end
+            continue
+        parsed = split_one(buf, start, end, mode)
+        if parsed[0] is not None:
+            error = (parsed[0][0], i, parsed[0][1], parsed[0][2])
+            break
+        _, ks[i], ke[i], kv[i], vs[i], ve[i], vv[i] = parsed
+    return (
+        error,
+        np.array(ks, dtype=np.int64),
+        np.array(ke, dtype=np.int64),
+        np.array(kv, dtype=np.uint8),
+        np.array(vs, dtype=np.int64),
+        np.array(ve, dtype=np.int64),
+        np.array(vv, dtype=np.uint8),
+    )
+
+
+def split_copy(data, offsets, validity, mode: int):
+    """Split every two-part message of one chunk and copy both parts into fresh buffers.
+
+    The chunk's data must be below 2 GiB, so both outputs fit int32 Arrow offsets.
+
+    Returns
+    -------
+    (error, key_data, key_offsets, key_valid, value_data, value_offsets, value_valid)
+        ``error`` is None or ``(code, index, offset, detail)`` (then the rest is None). ``*_data``
+        are uint8 arrays, ``*_offsets`` int32[n + 1] Arrow offsets into them and ``*_valid``
+        uint8[n] as in :func:`split`.
+    """
+    if len(data) > 2**31 - 1:
+        raise ValueError("split_copy needs a chunk below 2 GiB")
+    error, ks, ke, kv, vs, ve, vv = split(data, offsets, validity, mode)
+    if error is not None:
+        return error, None, None, None, None, None, None
+    key_data, key_offsets = gather(data, ks, ke, kv)
+    value_data, value_offsets = gather(data, vs, ve, vv)
+    return (error, key_data, key_offsets.astype(np.int32), kv, value_data, value_offsets.astype(np.int32), vv)
+
+
+def join(key_data, key_offsets, key_validity, value_data, value_offsets, value_validity, mode: int):
+    """Write ``i32 BE len || key || i32 BE len || value`` for every row.
+
+    Lengths are range-checked by the caller (each part below 2**31 bytes). A null part is written
+    as length -1 in ``MODE_INLINE``; in ``MODE_INLINE_CPP`` null and empty parts are both -1; in
+    ``MODE_SCHEMA_ID`` null and empty ids are length 0 and a row whose two ids are both absent is
+    a null row with no bytes.
+
+    Returns
+    -------
+    (data, offsets, validity)
+        ``data`` bytes, ``offsets`` int64[n + 1], ``validity`` uint8[n] or None when every row is
+        valid (always None for the INLINE modes).
+    """
+    kbuf = memoryview(key_data).cast("B")
+    vbuf = memoryview(value_data).cast("B")
+    koffs = np.asarray(key_offsets, dtype=np.int64).tolist()
+    voffs = np.asarray(value_offsets, dtype=np.int64).tolist()
+    n = len(koffs) - 1
+    kvalid = None if key_validity is None else np.asarray(key_validity, dtype=bool).tolist()
+    vvalid = None if value_validity is None else np.asarray(value_validity, dtype=bool).tolist()
+    out = bytearray()
+    offsets = [0] * (n + 1)
+    valid = bytearray(b"\x01" * n) if mode == MODE_SCHEMA_ID else None
+    minus_one = b"\xff\xff\xff\xff"
+    for i in range(n):
+        klen = koffs[i + 1] - koffs[i] if (kvalid is None or kvalid[i]) else -1
+        vlen = voffs[i + 1] - voffs[i] if (vvalid is None or vvalid[i]) else -1
+        if mode == MODE_SCHEMA_ID:
+            if klen <= 0 and vlen <= 0:
+                valid[i] = 0
+                offsets[i + 1] = len(out)
+                continue
+            klen = max(klen, 0)
+            vlen = max(vlen, 0)
+        elif mode == MODE_INLINE_CPP:
+            klen = klen if klen > 0 else -1
+            vlen = vlen if vlen > 0 else -1
+        for length, buf, at in ((klen, kbuf, koffs[i]), (vlen, vbuf, voffs[i])):
+            if length < 0:
+                out += minus_one
+            else:
+                out += length.to_bytes(4, "big")
+                out += buf[at:at + length]
+        offsets[i + 1] = len(out)
+    if valid is not None and all(valid):
+        valid = None
+    return (
+        bytes(out),
+        np.array(offsets, dtype=np.int64),
+        None if valid is None else np.frombuffer(bytes(valid), dtype=np.uint8),
+    )
+
+
+def gather(data, starts, ends, validity):
+    """Copy the slices ``data[starts[i]:ends[i]]`` one after the other (null rows are empty).
+
+    Returns (out: uint8 ndarray, offsets: int64 ndarray of n + 1 entries).
+    """
+    buf = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(0, dtype=np.uint8)
+    starts = np.asarray(starts, dtype=np.int64)
+    lengths = np.asarray(ends, dtype=np.int64) - starts
+    if validity is not None:
+        lengths = np.where(np.asarray(validity, dtype=bool), lengths, 0)
+    n = len(starts)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    total = int(offsets[-1])
+    # each output byte's source position: its row's start plus its place inside the row
+    index = np.repeat(starts - offsets[:-1], lengths) + np.arange(total, dtype=np.int64)
+    return buf[index], offsets

@@ -1,0 +1,463 @@
+"""Avro schema parsing (Avro 1.12 specification, "Schema Declaration").
+
+:func:`parse` turns JSON text, a decoded JSON value or an already parsed :class:`Schema` into a tree
+of schema nodes. Named types (records, enums, fixed) are registered under their full names while
+parsing, so later references by name resolve to the same node object. A named type that refers to
+itself, directly or through other types, is refused: it has no fixed Arrow type.
+
+Logical types that are unknown or invalid for their underlying type are ignored, as the
+specification asks: the node then behaves as its underlying type.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from ..errors import SchemaError
+
+__all__ = [
+    "Schema",
+    "Primitive",
+    "Record",
+    "Field",
+    "Enum",
+    "Array",
+    "Map",
+    "Fixed",
+    "Union",
+    "NO_DEFAULT",
+    "PRIMITIVES",
+    "parse",
+    "admits_null",
+    "to_json",
+]
+
+PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class _NoDefault:
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+
+NO_DEFAULT = _NoDefault()
+
+
+class Schema:
+    """Base of every parsed schema node. ``type`` is the Avro type name ("record", "int", ...)."""
+
+    type: str = ""
+    logical: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<avro {self.type}{' ' + self.logical if self.logical else ''}>"
+
+
+class Primitive(Schema):
+    """A primitive type, possibly annotated with a logical type."""
+
+    def __init__(self, type_: str, logical: str | None = None, precision: int = 0, scale: int = 0) -> None:
+        self.type = type_
+        self.logical = logical
+        self.precision = precision
+        self.scale = scale
+
+
+class Named(Schema):
+    name: str
+    namespace: str | None
+    aliases: list[str]
+
+    @property
+    def fullname(self) -> str:
+        return f"{self.namespace}.{self.name}" if self.namespace else self.name
+
+    def names(self) -> set[str]:
+        """Unqualified name and full name, used for matching named types."""
+        return {self.name, self.fullname}
+
+    def alias_names(self) -> set[str]:
+        out = set()
+        for a in self.aliases:
+            out.add(a)
+            out.add(a.rsplit(".", 1)[-1])
+        return out
+
+
+class Field:
+    """A record field. ``default`` is the JSON default or :data:`NO_DEFAULT`."""
+
+    def __init__(self, name: str, type_: Schema, default: Any = NO_DEFAULT, aliases: list[str] | None = None) -> None:
+        self.name = name
+        self.type = type_
+        self.default = default
+        self.aliases = list(aliases or [])
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not NO_DEFAULT
+
+    def __repr__(self) -> str:
+        return f"<field {self.name}: {self.type!r}>"
+
+
+class Record(Named):
+    type = "record"
+
+    def __init__(self, name: str, namespace: str | None, aliases: list[str], fields: list[Field] | None = None,
+                 kind: str = "record") -> None:
+        self.name = name
+        self.namespace = namespace
+        self.aliases = aliases
+        self.fields = fields if fields is not None else []
+        self.kind = kind  # "record" or "error"
+
+
+class Enum(Named):
+    type = "enum"
+
+    def __init__(self, name: str, namespace: str | None, aliases: list[str], symbols: list[str],
+                 default: str | None = None) -> None:
+        self.name = name
+        self.namespace = namespace
+        self.aliases = aliases
+        self.symbols = symbols
+        self.default = default
+
+
+class Fixed(Named):
+    type = "fixed"
+
+    def __init__(self, name: str, namespace: str | None, aliases: list[str], size: int, logical: str | None = None,
+                 precision: int = 0, scale: int = 0) -> None:
+        self.name = name
+        self.namespace = namespace
+        self.aliases = aliases
+        self.size = size
+        self.logical = logical
+        self.precision = precision
+        self.scale = scale
+
+
+class Array(Schema):
+    type = "array"
+
+    def __init__(self, items: Schema) -> None:
+        self.items = items
+
+
+class Map(Schema):
+    type = "map"
+
+    def __init__(self, values: Schema) -> None:
+        self.values = values
+
+
+class Union(Schema):
+    type = "union"
+
+    def __init__(self, branches: list[Schema]) -> None:
+        self.branches = branches
+
+    @property
+    def null_index(self) -> int | None:
+        for i, b in enumerate(self.branches):
+            if b.type == "null":
+                return i
+        return None
+
+    @property
+    def nullable_of(self) -> Schema | None:
+        """The non-null branch when this is the nullable shorthand (null plus one type), else None."""
+        if len(self.branches) == 2 and self.null_index is not None:
+            return self.branches[1 - self.null_index]
+        return None
+
+
+def admits_null(node: Schema) -> bool:
+    """True when values of ``node`` can be null (the null type, or a union with a null branch)."""
+    return node.type == "null" or (isinstance(node, Union) and node.null_index is not None)
+
+
+# -- logical types ---------------------------------------------------------------------------------
+
+_INT_LOGICAL = {"date", "time-millis"}
+_LONG_LOGICAL = {
+    "time-micros",
+    "timestamp-millis",
+    "timestamp-micros",
+    "timestamp-nanos",
+    "local-timestamp-millis",
+    "local-timestamp-micros",
+    "local-timestamp-nanos",
+}
+
+
+def _max_precision(size: int) -> int:
+    if size <= 0:
+        return 0
+    return int(math.floor(math.log10(2 ** (8 * size - 1) - 1)))
+
+
+def _decimal_params(obj: dict, size: int | None) -> tuple[int, int] | None:
+    precision, scale = obj.get("precision"), obj.get("scale", 0)
+    if not isinstance(precision, int) or isinstance(precision, bool) or precision <= 0:
+        return None
+    if not isinstance(scale, int) or isinstance(scale, bool) or scale < 0 or scale > precision:
+        return None
+    if precision > 76:  # beyond decimal256
+        return None
+    if size is not None and precision > _max_precision(size):
+        return None
+    return precision, scale
+
+
+def _primitive_logical(type_: str, obj: dict) -> Primitive:
+    lt = obj.get("logicalType")
+    if isinstance(lt, str):
+        if type_ == "int" and lt in _INT_LOGICAL:
+            return Primitive(type_, lt)
+        if type_ == "long" and lt in _LONG_LOGICAL:
+            return Primitive(type_, lt)
+        if type_ == "string" and lt == "uuid":
+            return Primitive(type_, lt)
+        if type_ == "bytes" and lt == "decimal":
+            params = _decimal_params(obj, None)
+            if params:
+                return Primitive(type_, lt, *params)
+    return Primitive(type_)
+
+
+# -- parser ------------------------------------------------------------------------------------------
+
+
+class _Parser:
+    def __init__(self) -> None:
+        self.names: dict[str, Named] = {}
+        self.in_progress: set[str] = set()
+
+    def _split(self, name: Any, namespace: Any, enclosing: str | None, what: str) -> tuple[str, str | None]:
+        if not isinstance(name, str) or not name:
+            raise SchemaError(f"{what} needs a non-empty string 'name', got {name!r}")
+        if "." in name:
+            ns, _, short = name.rpartition(".")
+        else:
+            short = name
+            if namespace is None:
+                ns = enclosing
+            elif isinstance(namespace, str):
+                ns = namespace
+            else:
+                raise SchemaError(f"namespace of {name!r} must be a string, got {namespace!r}")
+        if not _NAME.match(short):
+            raise SchemaError(f"invalid Avro name {short!r}")
+        if ns:
+            for part in ns.split("."):
+                if not _NAME.match(part):
+                    raise SchemaError(f"invalid Avro namespace {ns!r}")
+        return short, (ns or None)
+
+    def _aliases(self, obj: dict, ns: str | None) -> list[str]:
+        aliases = obj.get("aliases", [])
+        if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+            raise SchemaError(f"aliases must be a list of strings, got {aliases!r}")
+        return [a if ("." in a or not ns) else f"{ns}.{a}" for a in aliases]
+
+    def _register(self, node: Named) -> None:
+        if node.fullname in self.names:
+            raise SchemaError(f"the name {node.fullname!r} is defined twice")
+        if node.fullname in PRIMITIVES:
+            raise SchemaError(f"{node.fullname!r} is a primitive type name and cannot name a {node.type}")
+        self.names[node.fullname] = node
+
+    def _lookup(self, name: str, ns: str | None) -> Named:
+        candidates = [name] if "." in name else ([f"{ns}.{name}", name] if ns else [name])
+        for c in candidates:
+            if c in self.in_progress:
+                raise SchemaError(
+                    f"recursive schema: type {c!r} refers to itself; a recursive type has no fixed Arrow type"
+                )
+            if c in self.names:
+                return self.names[c]
+        raise SchemaError(f"unknown type {name!r}")
+
+    def parse(self, obj: Any, ns: str | None) -> Schema:
+        if isinstance(obj, Schema):
+            return obj
+        if isinstance(obj, str):
+            if obj in PRIMITIVES:
+                return Primitive(obj)
+            return self._lookup(obj, ns)
+        if isinstance(obj, list):
+            branches = [self.parse(b, ns) for b in obj]
+            seen = set()
+            for b in branches:
+                if isinstance(b, Union):
+                    raise SchemaError("a union may not immediately contain another union")
+                key = b.fullname if isinstance(b, Named) else b.type
+                if key in seen:
+                    raise SchemaError(f"union contains {key!r} twice")
+                seen.add(key)
+            return Union(branches)
+        if not isinstance(obj, dict):
+            raise SchemaError(f"cannot parse {obj!r} as an Avro schema")
+        t = obj.get("type")
+        if isinstance(t, (list, dict)):
+            # {"type": {...}} or {"type": [...]} wraps another schema
+            return self.parse(t, ns)
+        if t in PRIMITIVES:
+            return _primitive_logical(t, obj)
+        if t in ("record", "error"):
+            name, rns = self._split(obj.get("name"), obj.get("namespace"), ns, "record")
+            node = Record(name, rns, self._aliases(obj, rns), kind=t)
+            self._register(node)
+            self.in_progress.add(node.fullname)
+            fields_json = obj.get("fields")
+            if not isinstance(fields_json, list):
+                raise SchemaError(f"record {node.fullname!r} needs a 'fields' list")
+            seen: set[str] = set()
+            for f in fields_json:
+                if not isinstance(f, dict):
+                    raise SchemaError(f"field of record {node.fullname!r} must be an object, got {f!r}")
+                fname = f.get("name")
+                if not isinstance(fname, str) or not _NAME.match(fname):
+                    raise SchemaError(f"invalid field name {fname!r} in record {node.fullname!r}")
+                if fname in seen:
+                    raise SchemaError(f"record {node.fullname!r} has two fields named {fname!r}")
+                seen.add(fname)
+                if "type" not in f:
+                    raise SchemaError(f"field {node.fullname}.{fname} has no 'type'")
+                ftype = self.parse(f["type"], rns)
+                aliases = f.get("aliases", [])
+                if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+                    raise SchemaError(f"aliases of field {fname!r} must be a list of strings")
+                node.fields.append(Field(fname, ftype, f["default"] if "default" in f else NO_DEFAULT, aliases))
+            self.in_progress.discard(node.fullname)
+            return node
+        if t == "enum":
+            name, ens = self._split(obj.get("name"), obj.get("namespace"), ns, "enum")
+            symbols = obj.get("symbols")
+            if not isinstance(symbols, list) or not all(isinstance(s, str) and _NAME.match(s) for s in symbols):
+                raise SchemaError(f"enum {name!r} needs a list of valid symbol names, got {symbols!r}")
+            if len(set(symbols)) != len(symbols):
+                raise SchemaError(f"enum {name!r} has duplicate symbols")
+            default = obj.get("default")
+            if default is not None and default not in symbols:
+                raise SchemaError(f"enum {name!r} default {default!r} is not one of its symbols")
+            node = Enum(name, ens, self._aliases(obj, ens), list(symbols), default)
+            self._register(node)
+            return node
+        if t == "fixed":
+            name, fns = self._split(obj.get("name"), obj.get("namespace"), ns, "fixed")
+            size = obj.get("size")
+            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                raise SchemaError(f"fixed {name!r} needs a non-negative integer 'size', got {size!r}")
+            node = Fixed(name, fns, self._aliases(obj, fns), size)
+            lt = obj.get("logicalType")
+            if lt == "decimal":
+                params = _decimal_params(obj, size)
+                if params:
+                    node.logical, (node.precision, node.scale) = "decimal", params
+            elif lt == "duration" and size == 12:
+                node.logical = "duration"
+            self._register(node)
+            return node
+        if t == "array":
+            if "items" not in obj:
+                raise SchemaError("array schema needs 'items'")
+            return Array(self.parse(obj["items"], ns))
+        if t == "map":
+            if "values" not in obj:
+                raise SchemaError("map schema needs 'values'")
+            return Map(self.parse(obj["values"], ns))
+        if isinstance(t, str):
+            # a reference written as {"type": "Name"}
+            return self._lookup(t, ns)
+        raise SchemaError(f"schema object without a valid 'type': {obj!r}")
+
+
+def parse(schema: Any) -> Schema:
+    """Parse an Avro schema.
+
+    Parameters
+    ----------
+    schema : str, dict, list or Schema
+        JSON text (or a bare primitive name such as ``"long"``), the decoded JSON value, or an
+        already parsed schema (returned unchanged).
+
+    Returns
+    -------
+    Schema
+        The root node.
+
+    Raises
+    ------
+    SchemaError
+        Malformed or unsupported schema, unknown type names, recursive types.
+    """
+    if isinstance(schema, Schema):
+        return schema
+    if isinstance(schema, (bytes, bytearray)):
+        schema = bytes(schema).decode("utf-8")
+    if isinstance(schema, str):
+        text = schema.strip()
+        if text in PRIMITIVES:
+            schema = text
+        else:
+            try:
+                schema = json.loads(text)
+            except ValueError as exc:
+                raise SchemaError(f"schema is not valid JSON: {exc}") from None
+    return _Parser().parse(schema, None)
+
+
+def to_json(node: Schema, _seen: set[str] | None = None) -> Any:
+    """The canonical-ish JSON value of a parsed schema (named types written once, then by name)."""
+    seen = _seen if _seen is not None else set()
+    if isinstance(node, Primitive):
+        if node.logical is None:
+            return node.type
+        out: dict[str, Any] = {"type": node.type, "logicalType": node.logical}
+        if node.logical == "decimal":
+            out.update(precision=node.precision, scale=node.scale)
+        return out
+    if isinstance(node, Union):
+        return [to_json(b, seen) for b in node.branches]
+    if isinstance(node, Array):
+        return {"type": "array", "items": to_json(node.items, seen)}
+    if isinstance(node, Map):
+        return {"type": "map", "values": to_json(node.values, seen)}
+    assert isinstance(node, Named)
+    if node.fullname in seen:
+        return node.fullname
+    seen.add(node.fullname)
+    out = {"type": node.type, "name": node.fullname}
+    if node.aliases:
+        out["aliases"] = list(node.aliases)
+    if isinstance(node, Record):
+        out["type"] = node.kind
+        fields = []
+        for f in node.fields:
+            fj: dict[str, Any] = {"name": f.name, "type": to_json(f.type, seen)}
+            if f.has_default:
+                fj["default"] = f.default
+            if f.aliases:
+                fj["aliases"] = list(f.aliases)
+            fields.append(fj)
+        out["fields"] = fields
+    elif isinstance(node, Enum):
+        out["symbols"] = list(node.symbols)
+        if node.default is not None:
+            out["default"] = node.default
+    elif isinstance(node, Fixed):
+        out["size"] = node.size
+        if node.logical:
+            out["logicalType"] = node.logical
+            if node.logical == "decimal":
+                out.update(precision=node.precision, scale=node.scale)
+    return out
