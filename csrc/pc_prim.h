@@ -6,6 +6,11 @@
 #include <stdint.h>
 #include <string.h>
 
+/* compile-time constants, so divisions by them become multiplications */
+#define PC_MS_PER_DAY INT64_C(86400000)
+#define PC_NS_PER_S INT64_C(1000000000)
+#define PC_NS_PER_DAY INT64_C(86400000000000)
+
 /* Offset of the first byte of the first ill-formed UTF-8 sequence in s[0:n], or -1 when the
  * whole span is well formed. Well formed = Unicode table 3-7: no overlongs, no surrogates, nothing
  * above U+10FFFF, no truncated sequence. The offset is the lead byte of the bad sequence, which is
@@ -55,15 +60,36 @@ static inline int64_t pc_utf8_invalid_at(const uint8_t *s, int64_t n)
     return -1;
 }
 
-/* *out = a * m + b for m > 0; returns 0, or -1 when the result does not fit int64. */
+/* *out = a * m + b for m > 0, exactly: returns 0, or -1 when the result does not fit int64 (even
+ * if the product alone would not fit but the sum does, as in the smallest Instant in nanoseconds). */
 static inline int pc_mul_add_i64(int64_t a, int64_t m, int64_t b, int64_t *out)
 {
-    if (a > INT64_MAX / m || a < INT64_MIN / m)
+    /* common case: far from both ends, nothing can overflow */
+    const int64_t safe = INT64_MAX / m - 3;
+    if (a >= -safe && a <= safe && b >= -2 * m && b <= 2 * m) {
+        *out = a * m + b;
+        return 0;
+    }
+    /* normalise b into [0, m): then a single bound per sign of a remains */
+    int64_t q = b / m, r = b % m;
+    if (r < 0) {
+        r += m;
+        q -= 1;
+    }
+    if ((q > 0 && a > INT64_MAX - q) || (q < 0 && a < INT64_MIN - q))
         return -1;
-    int64_t p = a * m;
-    if ((b > 0 && p > INT64_MAX - b) || (b < 0 && p < INT64_MIN - b))
-        return -1;
-    *out = p + b;
+    a += q;
+    if (a >= 0) {
+        if (a > (INT64_MAX - r) / m)
+            return -1;
+        *out = a * m + r;
+    } else {
+        /* a*m + r >= INT64_MIN  <=>  (a + 1)*m >= INT64_MIN + (m - r); C division rounds this
+         * negative quotient up, which is the bound we need */
+        if (a + 1 < (INT64_MIN + (m - r)) / m)
+            return -1;
+        *out = (a + 1) * m + (r - m);
+    }
     return 0;
 }
 

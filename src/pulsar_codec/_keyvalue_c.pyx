@@ -24,7 +24,7 @@ cdef extern from "pc_bytes.h":
     uint32_t pc_be32(const uint8_t *p) nogil
     void pc_put_be32(uint8_t *p, uint32_t v) nogil
 
-__all__ = ["MODE_INLINE", "MODE_INLINE_CPP", "MODE_SCHEMA_ID", "split", "split_copy", "join", "gather"]
+__all__ = ["MODE_INLINE", "MODE_INLINE_CPP", "MODE_SCHEMA_ID", "split", "split_copy", "join"]
 
 MODE_INLINE = 1
 MODE_INLINE_CPP = 2
@@ -294,32 +294,3 @@ def join(key_data, key_offsets, key_validity, value_data, value_offsets, value_v
                     pos += vlen
             offsets[i + 1] = pos
     return out_arr[:total], offsets_arr, (valid_arr[:n] if nulls else None)
-
-
-def gather(data, starts, ends, validity):
-    """Copy the slices ``data[starts[i]:ends[i]]`` one after the other; same contract as ``_keyvalue_py.gather``."""
-    cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
-    cdef const int64_t[::1] s = np.ascontiguousarray(starts, dtype=np.int64)
-    cdef const int64_t[::1] e = np.ascontiguousarray(ends, dtype=np.int64)
-    cdef int64_t n = s.shape[0], i, total = 0, length
-    cdef const uint8_t[::1] valid_view
-    cdef const uint8_t *valid = NULL
-    if validity is not None and n > 0:
-        valid_view = np.ascontiguousarray(validity, dtype=np.uint8)
-        valid = &valid_view[0]
-    offsets_arr = pool_empty(n + 1, np.int64)
-    cdef int64_t[::1] offsets = offsets_arr
-    offsets[0] = 0
-    with nogil:
-        for i in range(n):
-            if valid == NULL or valid[i]:
-                total += e[i] - s[i]
-            offsets[i + 1] = total
-    out_arr = pool_empty(total if total else 1, np.uint8)
-    cdef uint8_t[::1] out = out_arr
-    with nogil:
-        for i in range(n):
-            length = offsets[i + 1] - offsets[i]
-            if length > 0:
-                memcpy(&out[offsets[i]], &buf[s[i]], <size_t> length)
-    return out_arr[:total], offsets_arr

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MODE_INLINE", "MODE_INLINE_CPP", "MODE_SCHEMA_ID", "split", "split_copy", "join", "gather"]
+__all__ = ["MODE_INLINE", "MODE_INLINE_CPP", "MODE_SCHEMA_ID", "split", "split_copy", "join"]
 
 MODE_INLINE = 1
 MODE_INLINE_CPP = 2
@@ -133,8 +133,8 @@ def split_copy(data, offsets, validity, mode: int):
     error, ks, ke, kv, vs, ve, vv = split(data, offsets, validity, mode)
     if error is not None:
         return error, None, None, None, None, None, None
-    key_data, key_offsets = gather(data, ks, ke, kv)
-    value_data, value_offsets = gather(data, vs, ve, vv)
+    key_data, key_offsets = _gather(data, ks, ke, kv)
+    value_data, value_offsets = _gather(data, vs, ve, vv)
     return (error, key_data, key_offsets.astype(np.int32), kv, value_data, value_offsets.astype(np.int32), vv)
 
 
@@ -192,7 +192,7 @@ def join(key_data, key_offsets, key_validity, value_data, value_offsets, value_v
     )
 
 
-def gather(data, starts, ends, validity):
+def _gather(data, starts, ends, validity):
     """Copy the slices ``data[starts[i]:ends[i]]`` one after the other (null rows are empty).
 
     Returns (out: uint8 ndarray, offsets: int64 ndarray of n + 1 entries).

@@ -28,6 +28,9 @@ cdef extern from "pc_bytes.h":
 cdef extern from "pc_prim.h":
     int64_t pc_utf8_invalid_at(const uint8_t *s, int64_t n) nogil
     int pc_mul_add_i64(int64_t a, int64_t m, int64_t b, int64_t *out) nogil
+    const int64_t MS_PER_DAY "PC_MS_PER_DAY"
+    const int64_t NS_PER_S "PC_NS_PER_S"
+    const int64_t NS_PER_DAY "PC_NS_PER_DAY"
 
 
 __all__ = [
@@ -85,9 +88,6 @@ cdef enum:
     S_INVALID_UTF8 = 31
     S_OUT_OF_RANGE = 32
 
-cdef int64_t MS_PER_DAY = 86400000
-cdef int64_t NS_PER_DAY = 86400000000000
-cdef int64_t NS_PER_S = 1000000000
 
 
 cdef object pool_empty(int64_t count, dtype):

@@ -53,7 +53,12 @@ import pyarrow as pa
 
 from . import _backend
 from . import _keyvalue_py as _pure
-from ._arrow import as_binary_array, binary_chunks, bool_mask, validity_buffer, validity_of
+from ._arrow import (
+    as_binary_array,
+    binary_chunks,
+    validity_buffer,
+    validity_of,
+)
 from .errors import EncodeError, ErrorCode, raise_for
 from .pulsar_types import KeyValueEncodingType
 
@@ -81,7 +86,6 @@ CPP = "cpp"
 
 _INT32_MAX = 2**31 - 1
 _MINUS_ONE = b"\xff\xff\xff\xff"
-_ZERO = b"\x00\x00\x00\x00"
 _pack_len = struct.Struct(">i").pack
 
 
@@ -175,18 +179,8 @@ def decode_inline(payload: bytes | None, *, convention: str = JAVA) -> tuple[byt
 # -- bulk split -------------------------------------------------------------------------------------
 
 
-def _binary_from(datas: list, offsets_parts: list[np.ndarray], valid: np.ndarray | None, n: int) -> pa.Array:
-    """One binary (or large_binary) array from per-chunk gathered data and int64 offsets."""
-    if len(datas) == 1:
-        data = datas[0]
-        offsets = offsets_parts[0]
-    else:
-        pieces, base = [offsets_parts[0]], int(offsets_parts[0][-1])
-        for offs in offsets_parts[1:]:
-            pieces.append(offs[1:] + base)
-            base += int(offs[-1])
-        offsets = np.concatenate(pieces)
-        data = np.concatenate([np.frombuffer(d, dtype=np.uint8) for d in datas])
+def _binary_from(data: Any, offsets: np.ndarray, valid: np.ndarray | None, n: int) -> pa.Array:
+    """A binary (large_binary past 2 GiB) array from a data buffer and int64 offsets."""
     large = int(offsets[-1]) > _INT32_MAX
     typ = pa.large_binary() if large else pa.binary()
     offsets = offsets if large else offsets.astype(np.int32)
@@ -342,7 +336,7 @@ def _join_bulk(a: Any, b: Any, mode: int, names: tuple[str, str]) -> pa.Array:
         parts += (data, offsets, valid)
     data, offsets, valid = _backend.active().keyvalue.join(*parts, mode)
     valid_mask = None if valid is None else np.asarray(valid, dtype=bool)
-    return _binary_from([data], [offsets], valid_mask, n)
+    return _binary_from(data, offsets, valid_mask, n)
 
 
 def join_inline(keys: Any, values: Any, *, convention: str = JAVA) -> pa.Array:
@@ -587,7 +581,7 @@ def _b64_decode_column(data: pa.Buffer, offsets: np.ndarray, valid: np.ndarray, 
     out_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(out_lengths, out=out_offsets[1:])
     valid_or_none = None if valid.all() else valid
-    return _binary_from([out], [out_offsets], valid_or_none, len(lengths))
+    return _binary_from(out, out_offsets, valid_or_none, len(lengths))
 
 
 def encode_separated(key: bytes | None, value: bytes | None) -> dict[str, Any]:

@@ -63,14 +63,21 @@ import json
 import math
 import operator
 import struct
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _backend
-from ._arrow import as_binary_array, binary_chunks, bool_mask, validity_buffer, validity_of
+from ._arrow import (
+    as_binary_array,
+    binary_chunks,
+    bool_mask,
+    validity_buffer,
+    validity_of,
+)
 from .errors import EncodeError, ErrorCode, SchemaError, raise_for
 
 __all__ = [
@@ -186,9 +193,9 @@ _BY_NAME["BOOL"] = SchemaType.BOOLEAN
 _PRIMITIVES = frozenset(
     SchemaType[n]
     for n in (
-        "NONE STRING BOOLEAN INT8 INT16 INT32 INT64 FLOAT DOUBLE DATE TIME TIMESTAMP INSTANT "
-        "LOCAL_DATE LOCAL_TIME LOCAL_DATE_TIME BYTES"
-    ).split()
+        "NONE", "STRING", "BOOLEAN", "INT8", "INT16", "INT32", "INT64", "FLOAT", "DOUBLE", "DATE", "TIME",
+        "TIMESTAMP", "INSTANT", "LOCAL_DATE", "LOCAL_TIME", "LOCAL_DATE_TIME", "BYTES",
+    )
 )
 
 
@@ -439,7 +446,7 @@ class NanoDateTime(_dt.datetime):
             tzinfo=self.tzinfo, fold=self.fold,
         )
 
-    def __reduce__(self):
+    def __reduce_ex__(self, protocol):  # datetime defines __reduce_ex__, which pickle prefers
         return (_rebuild_nano_datetime, (self._plain(), self.nanosecond))
 
     def __repr__(self) -> str:
@@ -458,13 +465,13 @@ class NanoDateTime(_dt.datetime):
             return NotImplemented
         return getattr(other, "nanosecond", 0)
 
-    def __eq__(self, other: Any) -> bool:
+    def __eq__(self, other: object) -> bool:
         ns = self._key(other)
         if ns is NotImplemented:
             return NotImplemented
         return _dt.datetime.__eq__(self, other) is True and self.nanosecond == ns
 
-    def __ne__(self, other: Any) -> bool:
+    def __ne__(self, other: object) -> bool:
         result = self.__eq__(other)
         return result if result is NotImplemented else not result
 
@@ -519,7 +526,7 @@ class NanoTime(_dt.time):
     def _plain(self) -> _dt.time:
         return _dt.time(self.hour, self.minute, self.second, self.microsecond, tzinfo=self.tzinfo, fold=self.fold)
 
-    def __reduce__(self):
+    def __reduce_ex__(self, protocol):
         return (_rebuild_nano_time, (self._plain(), self.nanosecond))
 
     def __repr__(self) -> str:
@@ -540,13 +547,13 @@ class NanoTime(_dt.time):
             return NotImplemented
         return getattr(other, "nanosecond", 0)
 
-    def __eq__(self, other: Any) -> bool:
+    def __eq__(self, other: object) -> bool:
         ns = self._key(other)
         if ns is NotImplemented:
             return NotImplemented
         return _dt.time.__eq__(self, other) is True and self.nanosecond == ns
 
-    def __ne__(self, other: Any) -> bool:
+    def __ne__(self, other: object) -> bool:
         result = self.__eq__(other)
         return result if result is NotImplemented else not result
 
@@ -582,7 +589,7 @@ def _rebuild_nano_time(plain: _dt.time, nanosecond: int) -> NanoTime:
 
 # -- primitive codecs: shared tables ---------------------------------------------------------------
 
-_UTC = _dt.timezone.utc
+_UTC = _dt.UTC
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _EPOCH_NAIVE = _dt.datetime(1970, 1, 1)
 _EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
