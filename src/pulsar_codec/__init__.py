@@ -21,7 +21,7 @@ _SUBMODULES = frozenset(
     {"wire", "keyvalue", "pulsar_types", "avro", "registry", "compat", "external", "spark", "pulsar", "cli"}
 )
 # public functions that live in submodules, imported on first use
-_LAZY = {}
+_LAZY = {"decode": "_pipeline", "encode": "_pipeline"}
 
 __all__ = ["BACKEND", "errors", "__version__", *sorted(_SUBMODULES), *sorted(_LAZY)]
 

@@ -37,10 +37,11 @@ from .._arrow import binary_chunks
 from ..errors import raise_for
 from . import schema as schema
 from ._assemble import assemble, errors_table
+from .encoder import Encoder, schema_from_arrow
 from .plan import Layout, build_layout, build_plan
 from .schema import Schema, parse
 
-__all__ = ["Decoder", "Decoded", "parse", "Schema", "schema"]
+__all__ = ["Decoder", "Encoder", "Decoded", "parse", "Schema", "schema", "schema_from_arrow"]
 
 _ON_ERROR = ("raise", "null")
 

@@ -119,12 +119,13 @@ _ERRORS_SCHEMA = pa.schema(
 )
 
 
-def errors_table(errors: list[tuple[int, int, int, int]], context: dict | None = None) -> pa.Table:
+def errors_table(errors: list[tuple], context: dict | None = None) -> pa.Table:
     """The ``on_error="null"`` report: one row per bad message (index, code, offset, message)."""
     from ..errors import error_for
 
     ctx = context or {}
-    messages = [str(error_for(code, index, offset, detail, **ctx)) for code, index, offset, detail in errors]
+    # entries are (code, index, offset, detail) or, with a prebuilt message, (..., message)
+    messages = [e[4] if len(e) > 4 else str(error_for(e[0], e[1], e[2], e[3], **ctx)) for e in errors]
     return pa.Table.from_arrays(
         [
             pa.array([e[1] for e in errors], pa.int64()),
