@@ -23,12 +23,12 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pytest bench --benchmark-only --benchmark-group-by=group --benchmark-disable-gc $(PYTEST_ARGS)
 
-sdist:
-	$(PYTHON) -m pip install -q build
-	$(PYTHON) -m build --sdist
+sdist: $(STAMP)
+	$(PY) -m pip install -q build
+	$(PY) -m build --sdist
 
 wheels:
-	./scripts/build_wheels.sh
+	./scripts/build_wheels.sh $(PYTEST_ARGS)
 
 clean:
 	rm -rf build dist wheelhouse *.egg-info src/*.egg-info src/pulsar_codec/*.so src/pulsar_codec/_*_c.c $(VENV)

@@ -39,10 +39,16 @@ enum {
     O_SK_MAP, O_SK_RECORD, O_SK_UNION
 };
 
-typedef struct {
+typedef struct pc_abuf {
     uint8_t *p;
-    int64_t cap; /* bytes */
+    int64_t cap;  /* bytes */
+    void *owner;  /* set by a grow hook that allocates elsewhere (the Cython driver: pyarrow's pool) */
 } pc_abuf;
+
+/* Optional allocator: when set, every builder buffer grows through it (to capacity `cap`, contents
+ * kept) instead of realloc. Returns 0, or -1 when out of memory. */
+typedef int (*pc_grow_fn)(pc_abuf *b, int64_t cap);
+static pc_grow_fn pc_grow_hook = NULL;
 
 typedef struct {
     int32_t kind, nullable, width, nchild, null_branch;
@@ -82,6 +88,7 @@ static inline int pc_grow(pc_abuf *b, int64_t need)
     int64_t cap = b->cap ? b->cap : 64;
     uint8_t *q;
     while (cap < need) cap *= 2;
+    if (pc_grow_hook != NULL) return pc_grow_hook(b, cap);
     q = (uint8_t *)realloc(b->p, (size_t)cap);
     if (q == NULL) return -1;
     b->p = q;
@@ -708,10 +715,13 @@ static int pc_aerr_push(pc_aerrors *e, int32_t code, int64_t index, int64_t offs
 }
 
 /* Decode rows [0, n) of one segment into the slots. Returns 0 when done, 1 when stopped at an error
- * (keep_going == 0), -1 when out of memory. Rows are numbered from row0 in error reports. */
+ * (keep_going == 0), -1 when out of memory. Rows are numbered from row0 in error reports.
+ * Payload i is buf[starts[i], ends[i]) when starts != NULL; otherwise the segment is a run of framed
+ * messages with n + 1 offsets (offs64, or offs32 when that is NULL) whose prefix of `skip` bytes was
+ * already checked, and payload i is buf[offs[i] + skip, offs[i + 1]). */
 static int pc_avro_decode(pc_slot *S, const pc_plan *plans, const int32_t *plan_ids, const uint8_t *buf,
-                          const int64_t *starts, const int64_t *ends, const uint8_t *valid, int64_t n,
-                          int64_t row0, int keep_going, pc_aerrors *errs)
+                          const int64_t *starts, const int64_t *offs64, const int32_t *offs32, int64_t skip,
+                          const uint8_t *valid, int64_t n, int64_t row0, int keep_going, pc_aerrors *errs)
 {
     pc_actx ctx;
     int64_t i;
@@ -724,17 +734,24 @@ static int pc_avro_decode(pc_slot *S, const pc_plan *plans, const int32_t *plan_
             continue;
         }
         if (plan_ids != NULL) pl = plans + plan_ids[i];
-        ctx.msg = buf + starts[i];
-        ctx.budget = PC_AVRO_ZERO_ITEMS;
-        end = buf + ends[i];
-        p = pc_arun(&ctx, pl, 0, ctx.msg, end);
-        if (p != NULL && p != end) {
-            ctx.code = PC_AVRO_TRAILING_BYTES;
-            ctx.offset = p - ctx.msg;
-            ctx.detail = end - p;
-            p = NULL;
+        if (starts != NULL) {
+            ctx.msg = buf + starts[i];
+            end = buf + offs64[i];
+        } else if (offs64 != NULL) {
+            ctx.msg = buf + offs64[i] + skip;
+            end = buf + offs64[i + 1];
+        } else {
+            ctx.msg = buf + (int64_t)offs32[i] + skip;
+            end = buf + offs32[i + 1];
         }
-        if (p == NULL) {
+        ctx.budget = PC_AVRO_ZERO_ITEMS;
+        p = pc_arun(&ctx, pl, 0, ctx.msg, end);
+        if (PC_UNLIKELY(p != end)) {
+            if (p != NULL) {
+                ctx.code = PC_AVRO_TRAILING_BYTES;
+                ctx.offset = p - ctx.msg;
+                ctx.detail = end - p;
+            }
             if (ctx.code == -1) return -1;
             pc_avro_truncate(S, 0, row0 + i);
             if (pc_aerr_push(errs, ctx.code, row0 + i, ctx.offset, ctx.detail)) return -1;

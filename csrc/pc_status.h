@@ -45,7 +45,9 @@ typedef enum {
     PC_AVRO_BAD_BOOLEAN = 54,
     PC_AVRO_DEPTH_EXCEEDED = 55,
     PC_AVRO_DURATION_OUT_OF_RANGE = 56,
-    PC_AVRO_OUTPUT_TOO_LARGE = 57
+    PC_AVRO_OUTPUT_TOO_LARGE = 57,
+    /* JSON payloads (external JSON schemas; no kernel uses it yet) */
+    PC_JSON_INVALID = 80
 } pc_status;
 
 /* Where and why a kernel stopped. */

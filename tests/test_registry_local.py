@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import sqlite3
@@ -36,7 +37,7 @@ def reg(request, tmp_path):
 
 def dump(path):
     """Every row of every table, to compare database states."""
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
         return {
             table: sorted(conn.execute(f"SELECT * FROM {table}").fetchall())
             for table in ("schemas", "versions", "config", "sqlite_sequence")
@@ -341,7 +342,7 @@ def test_database_failure_rolls_back_and_becomes_registry_error(tmp_path):
     path = tmp_path / "r.db"
     with LocalRegistry(path) as reg:
         reg.register("s", V1)
-        with sqlite3.connect(path) as conn:
+        with contextlib.closing(sqlite3.connect(path)) as conn:
             conn.execute(
                 "CREATE TRIGGER boom BEFORE INSERT ON versions WHEN NEW.subject = 'boom' "
                 "BEGIN SELECT RAISE(ABORT, 'injected by trigger'); END"

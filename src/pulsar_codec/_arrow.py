@@ -78,11 +78,14 @@ def validity_of(arr: pa.Array) -> np.ndarray | None:
     return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def binary_chunks(messages: Any) -> tuple[list[Chunk], int]:
+def binary_chunks(messages: Any, native_offsets: bool = False) -> tuple[list[Chunk], int]:
     """Split any accepted input into kernel chunks; returns (chunks, total rows).
 
     Zero copy: every chunk's ``data`` is a slice of the input's data buffer. A chunk whose data
     spans more than 2 GiB is cut into pieces below that, so binary views can address each piece.
+    With ``native_offsets`` the offsets keep the input's width (int32 for binary/string arrays) and
+    are a view of the input's own offsets whenever they need no rebasing, for kernels that accept
+    both widths; otherwise they are int64.
     """
     arr = _to_arrow(messages)
     arrays = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
@@ -96,7 +99,9 @@ def binary_chunks(messages: Any) -> tuple[list[Chunk], int]:
         large = a.type in (pa.large_binary(), pa.large_string())
         bufs = a.buffers()
         offsets_all = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32)
-        offsets = offsets_all[a.offset : a.offset + n + 1].astype(np.int64)
+        offsets = offsets_all[a.offset : a.offset + n + 1]
+        if not native_offsets:
+            offsets = offsets.astype(np.int64)
         data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
         validity = validity_of(a)
         start = 0
@@ -107,7 +112,9 @@ def binary_chunks(messages: Any) -> tuple[list[Chunk], int]:
                 # largest stop with offsets[stop] - lo <= limit, at least one message
                 stop = int(np.searchsorted(offsets, lo + VIEW_LIMIT, side="right")) - 1
                 stop = max(stop, start + 1)
-            piece = offsets[start : stop + 1] - lo
+            piece = offsets[start : stop + 1]
+            if lo:
+                piece = piece - lo
             chunks.append(
                 Chunk(
                     data=data.slice(lo, int(offsets[stop]) - lo),

@@ -2,9 +2,11 @@
 """Compiled twin of the Avro batch decoder (pure twin: ``_avro_py.py``; the loop is csrc/pc_avro.h).
 
 The flat decode program is copied into C structs once per call and interpreted for every payload
-with the GIL released; column builders are malloc'd buffers that grow geometrically and are handed
-to numpy (then pyarrow) without a copy: each buffer becomes a ``_Mem`` object that frees it when
-the last array over it goes away.
+with the GIL released. Column builders are resizable buffers of pyarrow's memory pool (it keeps
+freed pages, so a batch does not pay page faults for memory the previous batch used); they are
+sized up front from the row count (and, when the caller passes them, from the bytes per row of an
+earlier batch), grow geometrically through a hook that briefly takes the GIL, and are handed to
+numpy (then pyarrow) without a copy.
 
 Bounds: every read of the payload is guarded in pc_avro.h by an explicit ``n > end - p`` check
 against the payload's own end, which is why bounds checking is off for this module.
@@ -13,9 +15,10 @@ against the payload's own end, which is why bounds checking is off for this modu
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memcpy
-from cpython.buffer cimport PyBuffer_FillInfo
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 
 import numpy as np
+import pyarrow as pa
 
 cdef extern from "pc_status.h":
     ctypedef struct pc_error:
@@ -28,6 +31,9 @@ cdef extern from "pc_avro.h":
     ctypedef struct pc_abuf:
         uint8_t *p
         int64_t cap
+        void *owner
+    ctypedef int (*pc_grow_fn)(pc_abuf *b, int64_t cap) noexcept
+    pc_grow_fn pc_grow_hook
     ctypedef struct pc_slot:
         int32_t kind, nullable, width, nchild, null_branch
         int32_t vactive
@@ -52,8 +58,8 @@ cdef extern from "pc_avro.h":
         int64_t n, cap
     int pc_grow(pc_abuf *b, int64_t need) nogil
     int pc_avro_decode(pc_slot *S, const pc_plan *plans, const int32_t *plan_ids, const uint8_t *buf,
-                       const int64_t *starts, const int64_t *ends, const uint8_t *valid, int64_t n,
-                       int64_t row0, int keep_going, pc_aerrors *errs) nogil
+                       const int64_t *starts, const int64_t *offs64, const int32_t *offs32, int64_t skip,
+                       const uint8_t *valid, int64_t n, int64_t row0, int keep_going, pc_aerrors *errs) nogil
 
 __all__ = ["decode"]
 
@@ -72,31 +78,44 @@ cdef enum:
     K_UNION = 11
 
 cdef uint8_t _EMPTY[8]
+_allocate = pa.allocate_buffer
 
 
-cdef class _Mem:
-    """Owns one malloc'd builder buffer and exposes it through the buffer protocol."""
-    cdef uint8_t *ptr
-    cdef Py_ssize_t size
+cdef int _pool_grow(pc_abuf *b, int64_t cap) noexcept with gil:
+    """pc_grow_hook: (re)allocate a builder in pyarrow's pool; b.owner holds one reference."""
+    try:
+        if b.owner == NULL:
+            buf = _allocate(cap, resizable=True)
+            Py_INCREF(buf)
+            b.owner = <void *> buf
+        else:
+            buf = <object> b.owner
+            buf.resize(cap)
+        b.p = <uint8_t *> <size_t> buf.address
+        b.cap = cap
+        return 0
+    except BaseException:
+        return -1
 
-    def __getbuffer__(self, Py_buffer *view, int flags):
-        PyBuffer_FillInfo(view, self, <void *> (self.ptr if self.ptr != NULL else _EMPTY), self.size, 0, flags)
 
-    def __releasebuffer__(self, Py_buffer *view):
-        pass
+pc_grow_hook = _pool_grow
 
-    def __dealloc__(self):
-        free(self.ptr)
+
+cdef void _release(pc_abuf *b) noexcept:
+    if b.owner != NULL:
+        Py_DECREF(<object> b.owner)
+    b.owner = NULL
+    b.p = NULL
+    b.cap = 0
 
 
 cdef object _take(pc_abuf *b, int64_t nbytes, dtype):
-    """Hand the buffer to a numpy array of ``nbytes`` bytes (ownership moves to a _Mem)."""
-    cdef _Mem m = _Mem.__new__(_Mem)
-    m.ptr = b.p
-    m.size = nbytes
-    b.p = NULL
-    b.cap = 0
-    return np.frombuffer(m, dtype=np.uint8, count=nbytes).view(dtype)
+    """A numpy array over the first ``nbytes`` of the builder (the array keeps the buffer alive)."""
+    if b.owner == NULL:
+        return np.zeros(nbytes, dtype=np.uint8).view(dtype)
+    out = np.frombuffer(<object> b.owner, dtype=np.uint8, count=nbytes).view(dtype)
+    _release(b)
+    return out
 
 
 cdef int _reserve(pc_abuf *b, int64_t need) except -1:
@@ -115,7 +134,18 @@ cdef int _width_of(int kind, int width):
     return width
 
 
-def decode(slots, plans, segments, keep_going):
+cdef int64_t _hinted(hints, Py_ssize_t i, int k, int64_t rows, int64_t floor):
+    """Capacity from the bytes per row an earlier batch needed (12% headroom), at least ``floor``."""
+    cdef double per_row
+    cdef int64_t want
+    if hints is None or i >= len(hints):
+        return floor
+    per_row = hints[i][k]
+    want = <int64_t> (per_row * rows * 1.125) + 64
+    return want if want > floor else floor
+
+
+def decode(slots, plans, segments, keep_going, hints=None):
     """Decode every payload of ``segments``; same contract as ``_avro_py.decode``."""
     # twin: _avro_py.decode
     cdef Py_ssize_t nslots = len(slots), nplans = len(plans), i, j
@@ -131,6 +161,11 @@ def decode(slots, plans, segments, keep_going):
     cdef const uint8_t[::1] buf
     cdef const int64_t[::1] st
     cdef const int64_t[::1] en
+    cdef const int32_t[::1] en32
+    cdef const int64_t *stp
+    cdef const int64_t *enp
+    cdef const int32_t *en32p
+    cdef int64_t skip
     cdef const uint8_t[::1] vv
     cdef const int32_t[::1] pid
     cdef const uint8_t *vptr
@@ -146,7 +181,7 @@ def decode(slots, plans, segments, keep_going):
     keep = []  # Python objects whose memory the C structs point into
     try:
         for seg in segments:
-            total += len(seg[1])
+            total += (len(seg[2]) - 1) if isinstance(seg[1], int) else len(seg[1])
         hint = total if total > 16 else 16
         for i in range(nslots):
             kind, nullable, width, children, null_branch = slots[i]
@@ -163,15 +198,15 @@ def decode(slots, plans, segments, keep_going):
             for j in range(s.nchild):
                 s.child[j] = children[j]
             if kind == K_BIN or kind == K_LIST or kind == K_MAP:
-                _reserve(&s.b1, (hint + 1) * 4)
+                _reserve(&s.b1, _hinted(hints, i, 0, hint, (hint + 1) * 4))
                 (<int32_t *> s.b1.p)[0] = 0
                 if kind == K_BIN:
-                    _reserve(&s.b2, hint * 8)
+                    _reserve(&s.b2, _hinted(hints, i, 1, hint, hint * 8))
             elif kind == K_UNION:
-                _reserve(&s.b1, hint)
-                _reserve(&s.b2, hint * 4)
+                _reserve(&s.b1, _hinted(hints, i, 0, hint, hint))
+                _reserve(&s.b2, _hinted(hints, i, 1, hint, hint * 4))
             elif kind != K_NULL and kind != K_STRUCT:
-                _reserve(&s.b1, hint * s.width)
+                _reserve(&s.b1, _hinted(hints, i, 0, hint, hint * s.width))
         for i in range(nplans):
             op_list, kid_list = plans[i]
             ops = <pc_op *> calloc(len(op_list) if len(op_list) else 1, sizeof(pc_op))
@@ -203,12 +238,30 @@ def decode(slots, plans, segments, keep_going):
                     ops[j].ncst = len(const)
         for seg in segments:
             data, starts, ends, validity, plan_ids = seg
-            n = len(starts)
-            if n == 0:
-                continue
+            stp = NULL
+            enp = NULL
+            en32p = NULL
+            skip = 0
+            if isinstance(starts, int):  # framed messages: n + 1 offsets, fixed prefix already checked
+                n = len(ends) - 1
+                skip = starts
+                if n <= 0:
+                    continue
+                if ends.dtype == np.int32:
+                    en32 = ends
+                    en32p = &en32[0]
+                else:
+                    en = np.ascontiguousarray(ends, dtype=np.int64)
+                    enp = &en[0]
+            else:
+                n = len(starts)
+                if n == 0:
+                    continue
+                st = np.ascontiguousarray(starts, dtype=np.int64)
+                en = np.ascontiguousarray(ends, dtype=np.int64)
+                stp = &st[0]
+                enp = &en[0]
             buf = memoryview(data).cast("B") if len(data) else b"\0"
-            st = np.ascontiguousarray(starts, dtype=np.int64)
-            en = np.ascontiguousarray(ends, dtype=np.int64)
             vptr = NULL
             pptr = NULL
             if validity is not None:
@@ -218,7 +271,7 @@ def decode(slots, plans, segments, keep_going):
                 pid = np.ascontiguousarray(plan_ids, dtype=np.int32)
                 pptr = &pid[0]
             with nogil:
-                rc = pc_avro_decode(S, P, pptr, &buf[0], &st[0], &en[0], vptr, n, row0, kg, &errs)
+                rc = pc_avro_decode(S, P, pptr, &buf[0], stp, enp, en32p, skip, vptr, n, row0, kg, &errs)
             if rc == -1:
                 raise MemoryError("pulsar_codec: out of memory while decoding Avro")
             row0 += n
@@ -257,9 +310,9 @@ def decode(slots, plans, segments, keep_going):
         for i in range(nslots):
             free(S[i].child)
             free(S[i].committed)
-            free(S[i].valid.p)
-            free(S[i].b1.p)
-            free(S[i].b2.p)
+            _release(&S[i].valid)
+            _release(&S[i].b1)
+            _release(&S[i].b2)
         for i in range(nplans):
             free(<void *> P[i].ops)
             free(<void *> P[i].kids)

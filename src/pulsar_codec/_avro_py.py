@@ -7,7 +7,7 @@ read inline, and the cyclic garbage collector is paused around the loop.
 
 Contract shared with the compiled twin
 --------------------------------------
-``decode(slots, plans, segments, keep_going)``
+``decode(slots, plans, segments, keep_going, hints=None)``
 
 ``slots``
     ``[(kind, nullable, width, children, null_branch), ...]`` from ``Layout.specs``.
@@ -16,9 +16,15 @@ Contract shared with the compiled twin
 ``segments``
     ``[(data, starts, ends, validity, plan_ids), ...]``: payload ``i`` of a segment is
     ``data[starts[i]:ends[i]]``; ``validity`` (bool array or None) marks null payloads;
-    ``plan_ids`` (int array or None = all 0). Rows are numbered across segments.
+    ``plan_ids`` (int array or None = all 0). Rows are numbered across segments. ``starts`` may
+    also be an int ``skip``: then ``ends`` holds the n + 1 offsets (int32 or int64) of framed
+    messages whose ``skip``-byte prefix was already checked, and payload ``i`` is
+    ``data[ends[i] + skip:ends[i + 1]]``.
 ``keep_going``
     False: stop at the first bad row. True: a bad row becomes a null row and decoding goes on.
+``hints``
+    Optional ``[(b1_bytes_per_row, b2_bytes_per_row), ...]`` per slot from an earlier batch; the
+    compiled twin sizes its builders with them, this twin has nothing to pre-size and ignores them.
 
 Returns ``(errors, outputs)``: ``errors`` is a list of ``(code, row, offset, detail)`` (the offset
 counted from the start of that payload); ``outputs[s] = (length, validity, b1, b2)`` per slot, with
@@ -553,7 +559,7 @@ def _finish(B) -> list:
     return out
 
 
-def decode(slots, plans, segments, keep_going):
+def decode(slots, plans, segments, keep_going, hints=None):
     """Decode every payload of ``segments``; see the module docstring for the contract."""
     B = [_Builder(spec) for spec in slots]
     budget = [_ZERO_SIZE_ITEM_LIMIT]
@@ -565,8 +571,13 @@ def decode(slots, plans, segments, keep_going):
     try:
         for data, starts, ends, validity, plan_ids in segments:
             buf = bytes(data)
-            s_list = np.asarray(starts, dtype=np.int64).tolist()
-            e_list = np.asarray(ends, dtype=np.int64).tolist()
+            if isinstance(starts, int):
+                offs = np.asarray(ends, dtype=np.int64)
+                s_list = (offs[:-1] + starts).tolist()
+                e_list = offs[1:].tolist()
+            else:
+                s_list = np.asarray(starts, dtype=np.int64).tolist()
+                e_list = np.asarray(ends, dtype=np.int64).tolist()
             v_list = None if validity is None else np.asarray(validity, dtype=bool).tolist()
             p_list = None if plan_ids is None else np.asarray(plan_ids, dtype=np.int64).tolist()
             root = roots[0]

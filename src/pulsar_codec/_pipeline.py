@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -19,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _backend, wire
-from ._arrow import binary_chunks
+from ._arrow import Chunk, binary_chunks
 from .avro import Decoded, _check_on_error, run
 from .avro._assemble import errors_table
 from .avro.plan import Layout, build_layout, build_plan
@@ -68,10 +69,9 @@ def lookup_schema(registry: Any, schema_id: Any) -> Schema:
     if hasattr(registry, "get_schema") and not isinstance(registry, Mapping):
         found = registry.get_schema(schema_id)
     elif isinstance(registry, Mapping):
-        try:
-            found = registry[schema_id]
-        except KeyError:
-            found = None
+        found = registry.get(schema_id)
+        if found is None and isinstance(schema_id, uuid.UUID):
+            found = registry.get(str(schema_id))
     else:
         raise TypeError("registry must be a Mapping of schema id -> schema or have a get_schema(schema_id) method")
     if found is None:
@@ -88,26 +88,48 @@ def _key(node: Schema) -> str:
     return json.dumps(to_json(node), sort_keys=True, separators=(",", ":"))
 
 
-def _unframe_chunk(chunk, protocol, keep_going: bool, wire_errors: list):
-    """Schema ids and payload starts of one chunk; with keep_going, a bad prefix makes its row null
-    and the wire kernel resumes after it (each call walks only the rest, so this stays O(n))."""
+_PREFIX_SIZE = {wire.CONFLUENT.kind: 5, wire.CONFLUENT_GUID.kind: 17, wire.APICURIO.kind: 9, wire.APICURIO_V3.kind: 5}
+_GUID_KEY = np.dtype([("hi", ">u8"), ("lo", ">u8")])
+_HW_KEY = np.dtype([("meta", "u1"), ("id", "<i8"), ("version", "<i4")])
+
+
+def _wide(chunk: Chunk) -> Chunk:
+    if chunk.offsets.dtype == np.int64:
+        return chunk
+    return Chunk(chunk.data, chunk.offsets.astype(np.int64), chunk.validity, chunk.row)
+
+
+def _unframe_parts(chunk: Chunk, protocol, keep_going: bool, wire_errors: list):
+    """Schema-id fields and payload starts of one chunk: ``(ids, guids, versions, protocols, starts,
+    valid)`` (guids / versions / protocols None when the protocol has none). With keep_going, a bad
+    prefix makes its row null and the wire kernel resumes after it (each call walks only the rest,
+    so this stays O(n))."""
     kernels = _backend.active().wire
+    chunk = _wide(chunk)
     n = chunk.length
-    result = kernels.unframe(chunk.data, chunk.offsets, chunk.validity, protocol.kind, 0)
+    result = kernels.unframe(chunk.data, chunk.offsets, chunk.validity, protocol.kind, 0, False)
     if result[0] is None:  # the common case: one pass, no copies
-        return result[1], result[5], chunk.validity
+        return result[1], result[2], result[3], result[4], result[5], chunk.validity
     ids = np.zeros(n, dtype=np.int64)
+    guids = None if result[2] is None else np.zeros(16 * n, dtype=np.uint8)
+    versions = None if result[3] is None else np.zeros(n, dtype=np.int32)
+    protos = None if result[4] is None else np.zeros(n, dtype=np.uint8)
     starts = chunk.offsets[1:].copy()
     valid = np.ones(n, dtype=bool) if chunk.validity is None else chunk.validity.copy()
     lo = 0
     while lo < n:
         if lo:
             result = kernels.unframe(
-                chunk.data, chunk.offsets[lo:], None if chunk.validity is None else valid[lo:], protocol.kind, 0
+                chunk.data, chunk.offsets[lo:], None if chunk.validity is None else valid[lo:], protocol.kind, 0, False
             )
         error = result[0]
         stop = n if error is None else lo + error[1]
         ids[lo:stop] = result[1][: stop - lo]
+        if guids is not None:
+            guids[16 * lo : 16 * stop] = result[2][: 16 * (stop - lo)]
+        if versions is not None:
+            versions[lo:stop] = result[3][: stop - lo]
+            protos[lo:stop] = result[4][: stop - lo]
         starts[lo:stop] = result[5][: stop - lo]
         if error is None:
             break
@@ -120,7 +142,73 @@ def _unframe_chunk(chunk, protocol, keep_going: bool, wire_errors: list):
         valid[stop] = False
         starts[stop] = chunk.offsets[stop + 1]
         lo = stop + 1
-    return ids, starts, (None if valid.all() else valid)
+    return ids, guids, versions, protos, starts, (None if valid.all() else valid)
+
+
+def _unframe_chunk(chunk: Chunk, protocol, keep_going: bool, wire_errors: list):
+    """Integer schema ids, payload starts and validity of one chunk (see :func:`_unframe_parts`)."""
+    ids, _, _, _, starts, valid = _unframe_parts(chunk, protocol, keep_going, wire_errors)
+    return ids, starts, valid
+
+
+def _row_keys(protocol, ids, guids, versions, protos) -> np.ndarray:
+    """One sortable registry key per row: int64 ids, GUIDs as two big-endian words, Hortonworks
+    rows as (is protocol 1, id, version)."""
+    if guids is not None:
+        return guids.view(_GUID_KEY)
+    if protos is not None and (protos == 1).any():
+        keys = np.zeros(len(ids), dtype=_HW_KEY)
+        keys["meta"] = protos == 1
+        keys["id"] = ids
+        keys["version"] = np.where(protos == 1, versions, 0)
+        return keys
+    return ids
+
+
+def _registry_key(key: Any) -> Any:
+    """What the registry is asked for: an int id, a ``uuid.UUID``, or ``(metadata_id, version)``."""
+    if isinstance(key, (bytes, bytearray)):
+        return uuid.UUID(bytes=bytes(key))
+    if isinstance(key, np.void):
+        if key.dtype == _GUID_KEY:
+            return uuid.UUID(bytes=key.tobytes())
+        if key["meta"]:
+            return (int(key["id"]), int(key["version"]))
+        return int(key["id"])
+    return int(key)
+
+
+def _single_id(chunks: list, protocol) -> list | None:
+    """The distinct schema ids of a batch whose prefixes all have one fixed size, all valid and at
+    most one id; None when the general path is needed (an error, several ids, another protocol)."""
+    if protocol.kind not in _PREFIX_SIZE:
+        return None
+    kernels = _backend.active().wire
+    found: set = set()
+    for c in chunks:
+        error, ids = kernels.distinct_ids(c.data, c.offsets, c.validity, protocol.kind, 1)
+        if error is not None or ids is None:
+            return None
+        found.update(ids)
+        if len(found) > 1:
+            return None
+    return sorted(found)
+
+
+def _plans_for(registry: Any, keys: list, reader_schema: Any):
+    writers = [lookup_schema(registry, _registry_key(k)) for k in keys]
+    if reader_schema is not None:
+        reader = parse(reader_schema)
+    elif writers:
+        reader = writers[-1]
+    else:
+        raise SchemaError("no reader schema: the batch holds no non-null message; pass reader_schema")
+    reader_key = _key(reader)
+    layout = _cached(_LAYOUTS, reader_key, lambda: build_layout(reader))
+    plans = [_cached(_PLANS, (_key(w), reader_key), lambda w=w: build_plan(w, reader, layout)) for w in writers]
+    if not plans:  # only nulls: any plan will do, no row runs it
+        plans = [_cached(_PLANS, (reader_key, reader_key), lambda: build_plan(reader, reader, layout))]
+    return layout, plans
 
 
 def decode(
@@ -142,12 +230,15 @@ def decode(
         ``get_schema(schema_id)`` method returning schema text, a dict or an object with
         ``schema_str``. Each unseen id is looked up once; results are cached (LRU of 256 entries
         keyed by the registry's identity and the id), so a registry is expected to keep an id's
-        schema immutable, as real registries do.
+        schema immutable, as real registries do. The id is an ``int``; for the GUID protocols a
+        ``uuid.UUID`` (a mapping may also be keyed by its string form); for Hortonworks protocol-1
+        messages a ``(metadata_id, version)`` tuple.
     protocol : wire.Protocol or str
         The prefix format (default Confluent: ``00`` + 4-byte id).
     reader_schema : schema, optional
         The schema to read every message as. Default: the newest writer schema in the batch (the
-        highest schema id among the non-null messages).
+        highest schema id among the non-null messages; for GUIDs, which have no order, the highest
+        GUID, so pass ``reader_schema`` when a GUID batch mixes schemas).
     on_error : {"raise", "null"}
         ``"raise"``: the first bad message raises (:class:`~pulsar_codec.errors.WireFormatError` or
         :class:`~pulsar_codec.errors.AvroDecodeError`). ``"null"``: a message with a bad prefix or a
@@ -169,35 +260,28 @@ def decode(
     """
     keep_going = _check_on_error(on_error)
     protocol = wire.protocol_by_name(protocol)
-    chunks, total = binary_chunks(messages)
+    chunks, total = binary_chunks(messages, native_offsets=True)
     wire_errors: list = []
-    parts = [_unframe_chunk(c, protocol, keep_going, wire_errors) for c in chunks]
-    all_ids = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
-    masks = [np.ones(c.length, dtype=bool) if p[2] is None else p[2] for c, p in zip(chunks, parts)]
-    all_valid = np.concatenate(masks) if masks else np.zeros(0, dtype=bool)
-    live = all_ids if all_valid.all() else all_ids[all_valid]
-    if len(live) and live.min() == live.max():  # one schema id: skip the sort
-        unique_ids = live[:1].copy()
+    single = _single_id(chunks, protocol)
+    if single is not None:
+        # one schema id, every prefix valid: the Avro kernel skips the fixed prefix itself
+        layout, plans = _plans_for(registry, single, reader_schema)
+        skip = _PREFIX_SIZE[protocol.kind]
+        segments = [(c.data, skip, c.offsets, c.validity, None) for c in chunks]
     else:
-        unique_ids = np.unique(live)
-    writers = [lookup_schema(registry, int(i)) for i in unique_ids]
-    if reader_schema is not None:
-        reader = parse(reader_schema)
-    elif writers:
-        reader = writers[-1]
-    else:
-        raise SchemaError("no reader schema: the batch holds no non-null message; pass reader_schema")
-    reader_key = _key(reader)
-    layout = _cached(_LAYOUTS, reader_key, lambda: build_layout(reader))
-    plans = [_cached(_PLANS, (_key(w), reader_key), lambda w=w: build_plan(w, reader, layout)) for w in writers]
-    if not plans:  # only nulls: any plan will do, no row runs it
-        plans = [_cached(_PLANS, (reader_key, reader_key), lambda: build_plan(reader, reader, layout))]
-    segments = []
-    for chunk, (ids, starts, valid) in zip(chunks, parts):
-        plan_ids = np.searchsorted(unique_ids, ids).astype(np.int32) if len(plans) > 1 else None
-        if plan_ids is not None and valid is not None:
-            plan_ids[~valid] = 0
-        segments.append((chunk.data, starts, chunk.offsets[1:], valid, plan_ids))
+        parts = [_unframe_parts(c, protocol, keep_going, wire_errors) for c in chunks]
+        keys = [_row_keys(protocol, *p[:4]) for p in parts]
+        live = [k if p[5] is None else k[p[5]] for k, p in zip(keys, parts)]
+        unique = np.unique(np.concatenate(live)) if live else np.zeros(0, dtype=np.int64)
+        layout, plans = _plans_for(registry, list(unique), reader_schema)
+        segments = []
+        for chunk, k, (_, _, _, _, starts, valid) in zip(chunks, keys, parts):
+            plan_ids = None
+            if len(plans) > 1:
+                plan_ids = np.searchsorted(unique, k).astype(np.int32)
+                if valid is not None:
+                    plan_ids[~valid] = 0
+            segments.append((chunk.data, starts, _wide(chunk).offsets[1:], valid, plan_ids))
     errors, batch = run(layout, plans, segments, keep_going)
     if errors and not keep_going:
         code, index, offset, detail = errors[0]

@@ -7,7 +7,7 @@ check against the message's own end offset, which is why bounds checking is off 
 
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memcpy, memset
+from libc.string cimport memcmp, memcpy, memset
 
 import numpy as np
 
@@ -27,7 +27,8 @@ cdef extern from "pc_bytes.h":
     int pc_read_zigzag(const uint8_t *buf, int64_t *pos, int64_t end, int64_t *out) nogil
 
 __all__ = ["KIND_CONFLUENT", "KIND_CONFLUENT_PROTOBUF", "KIND_CONFLUENT_GUID", "KIND_CONFLUENT_GUID_PROTOBUF",
-           "KIND_HORTONWORKS", "KIND_APICURIO", "KIND_APICURIO_V3", "unframe", "frame", "binary_views"]
+           "KIND_HORTONWORKS", "KIND_APICURIO", "KIND_APICURIO_V3", "unframe", "frame", "binary_views",
+           "distinct_ids"]
 
 KIND_CONFLUENT = 1
 KIND_CONFLUENT_PROTOBUF = 2
@@ -86,6 +87,7 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
                       int64_t *ids, uint8_t *guids, int32_t *versions, uint8_t *protocols, int64_t *starts,
                       int32_t *counts, int64_t **values, int64_t *n_values, int64_t *capacity,
                       uint8_t *views, int32_t buffer_index, pc_error *err) noexcept nogil:
+    # views == NULL: the caller wants no binary views (the Avro pipeline reads the starts)
     # twin: _wire_py.unframe
     cdef int64_t i, start, end, size, pos, count, value, k
     cdef int rc
@@ -98,7 +100,8 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
         if valid != NULL and not valid[i]:
             starts[i] = end
             ids[i] = 0
-            memset(views + 16 * i, 0, 16)
+            if views != NULL:
+                memset(views + 16 * i, 0, 16)
             continue
         size = end - start
         if size == 0:
@@ -125,7 +128,8 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
                 starts[i] = start + 13
             else:
                 return fail(err, S_UNKNOWN_PROTOCOL, i, 0, first)
-            pc_write_view(views + 16 * i, buf, starts[i], <int32_t> (end - starts[i]), buffer_index)
+            if views != NULL:
+                pc_write_view(views + 16 * i, buf, starts[i], <int32_t> (end - starts[i]), buffer_index)
             continue
         if kind == K_APICURIO:
             if first != 0:
@@ -134,7 +138,8 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
                 return fail(err, S_SHORT_PREFIX, i, size, size)
             ids[i] = <int64_t> pc_be64(buf + start + 1)
             starts[i] = start + 9
-            pc_write_view(views + 16 * i, buf, starts[i], <int32_t> (end - starts[i]), buffer_index)
+            if views != NULL:
+                pc_write_view(views + 16 * i, buf, starts[i], <int32_t> (end - starts[i]), buffer_index)
             continue
         if kind == K_APICURIO_V3:
             if first != 0:
@@ -143,7 +148,8 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
                 return fail(err, S_SHORT_PREFIX, i, size, size)
             ids[i] = <int32_t> pc_be32(buf + start + 1)
             starts[i] = start + 5
-            pc_write_view(views + 16 * i, buf, starts[i], <int32_t> (end - starts[i]), buffer_index)
+            if views != NULL:
+                pc_write_view(views + 16 * i, buf, starts[i], <int32_t> (end - starts[i]), buffer_index)
             continue
         if guid:
             if first != 1:
@@ -185,7 +191,8 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
                     n_values[0] += 1
                 counts[i] = <int32_t> count
         starts[i] = pos
-        pc_write_view(views + 16 * i, buf, pos, <int32_t> (end - pos), buffer_index)
+        if views != NULL:
+            pc_write_view(views + 16 * i, buf, pos, <int32_t> (end - pos), buffer_index)
     return 0
 
 
@@ -194,7 +201,7 @@ cdef copy_values(values_arr, const int64_t *values, int64_t n_values):
     memcpy(&dst[0], values, <size_t> n_values * sizeof(int64_t))
 
 
-def unframe(data, offsets, validity, int kind, int32_t buffer_index):
+def unframe(data, offsets, validity, int kind, int32_t buffer_index, views=True):
     """Split the prefixes of one chunk; same contract as ``_wire_py.unframe``."""
     cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
     offs_arr = np.ascontiguousarray(offsets, dtype=np.int64)
@@ -214,8 +221,10 @@ def unframe(data, offsets, validity, int kind, int32_t buffer_index):
     versions_arr = np.zeros(n if hortonworks else 1, dtype=np.int32)
     protocols_arr = np.zeros(n if hortonworks else 1, dtype=np.uint8)
     counts_arr = np.zeros(n if protobuf else 1, dtype=np.int32)
-    views_arr = np.empty(16 * n if n else 1, dtype=np.uint8)
-    cdef uint8_t[::1] views = views_arr
+    want_views = bool(views)
+    views_arr = np.empty(16 * n if (n and want_views) else 1, dtype=np.uint8)
+    cdef uint8_t[::1] view_buf = views_arr
+    cdef uint8_t *vptr = &view_buf[0] if want_views else NULL
     cdef int64_t[::1] ids = ids_arr
     cdef int64_t[::1] starts = starts_arr
     cdef uint8_t[::1] guids = guids_arr
@@ -233,7 +242,7 @@ def unframe(data, offsets, validity, int kind, int32_t buffer_index):
         with nogil:
             rc = unframe_loop(&buf[0], &offs[0], valid, n, kind, &ids[0], &guids[0], &versions[0],
                               &protocols[0], &starts[0], &counts[0], &values, &n_values, &capacity,
-                              &views[0], buffer_index, &err)
+                              vptr, buffer_index, &err)
     try:
         if rc == -1:
             raise MemoryError("pulsar_codec: out of memory while reading message indexes")
@@ -254,7 +263,7 @@ def unframe(data, offsets, validity, int kind, int32_t buffer_index):
         starts_arr,
         counts_arr if protobuf else None,
         values_arr,
-        views_arr[:16 * n],
+        views_arr[:16 * n] if want_views else None,
     )
 
 
@@ -358,3 +367,108 @@ def frame(int kind, ids, guids, bytes suffix, payload_data, payload_offsets, val
                     pos += plen
             offsets[i + 1] = pos
     return out_arr[:total], offsets_arr
+
+
+cdef int distinct_loop(const uint8_t *buf, const int64_t *offs64, const int32_t *offs32, const uint8_t *valid,
+                       int64_t n, int kind, int64_t limit, int64_t *found, uint8_t *found_guids,
+                       int64_t *nfound, pc_error *err) noexcept nogil:
+    # twin: _wire_py.distinct_ids
+    cdef int64_t i, j, start, end, size, sid = 0, need
+    cdef uint8_t first, magic
+    cdef int over = 0
+    cdef bint guid = kind == K_CONFLUENT_GUID
+    need = 17 if guid else (9 if kind == K_APICURIO else 5)
+    magic = 1 if guid else 0
+    for i in range(n):
+        if offs64 != NULL:
+            start = offs64[i]
+            end = offs64[i + 1]
+        else:
+            start = offs32[i]
+            end = offs32[i + 1]
+        if valid != NULL and not valid[i]:
+            continue
+        size = end - start
+        if size == 0:
+            return fail(err, S_EMPTY, i, 0, 0)
+        first = buf[start]
+        if first != magic:
+            return fail(err, S_BAD_MAGIC, i, 0, first)
+        if size < need:
+            return fail(err, S_SHORT_PREFIX, i, size, size)
+        if guid:
+            for j in range(nfound[0]):
+                if memcmp(found_guids + 16 * j, buf + start + 1, 16) == 0:
+                    break
+            else:
+                if nfound[0] == limit:
+                    over = -2  # too many ids, but every prefix is still checked
+                else:
+                    memcpy(found_guids + 16 * nfound[0], buf + start + 1, 16)
+                    nfound[0] += 1
+            continue
+        if kind == K_CONFLUENT:
+            sid = <int64_t> pc_be32(buf + start + 1)
+        elif kind == K_APICURIO_V3:
+            sid = <int32_t> pc_be32(buf + start + 1)
+        else:
+            sid = <int64_t> pc_be64(buf + start + 1)
+        for j in range(nfound[0]):
+            if found[j] == sid:
+                break
+        else:
+            if nfound[0] == limit:
+                over = -2
+            else:
+                found[nfound[0]] = sid
+                nfound[0] += 1
+    return over
+
+
+def distinct_ids(data, offsets, validity, int kind, int64_t limit):
+    """Check the fixed-size prefixes of one chunk and collect its distinct schema ids.
+
+    twin: _wire_py.distinct_ids
+    """
+    if kind not in (KIND_CONFLUENT, KIND_CONFLUENT_GUID, KIND_APICURIO, KIND_APICURIO_V3):
+        raise ValueError(f"distinct_ids supports the fixed-size prefixes only, not kind {kind}")
+    cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
+    cdef const int64_t[::1] o64
+    cdef const int32_t[::1] o32
+    cdef const int64_t *p64 = NULL
+    cdef const int32_t *p32 = NULL
+    cdef int64_t n = len(offsets) - 1
+    cdef const uint8_t[::1] valid_view
+    cdef const uint8_t *valid = NULL
+    cdef pc_error err
+    cdef int rc = 0
+    cdef int64_t nfound = 0
+    cdef int64_t lim = limit if limit > 0 else 0
+    found_arr = np.zeros(lim + 1, dtype=np.int64)
+    guids_arr = np.zeros(16 * (lim + 1), dtype=np.uint8)
+    cdef int64_t[::1] found = found_arr
+    cdef uint8_t[::1] fg = guids_arr
+    if n <= 0:
+        return None, []
+    if offsets.dtype == np.int32:
+        o32 = offsets
+        p32 = &o32[0]
+    else:
+        o64 = np.ascontiguousarray(offsets, dtype=np.int64)
+        p64 = &o64[0]
+    if validity is not None:
+        valid_view = np.ascontiguousarray(validity, dtype=np.uint8)
+        valid = &valid_view[0]
+    err.code = 0
+    err.index = 0
+    err.offset = 0
+    err.detail = 0
+    with nogil:
+        rc = distinct_loop(&buf[0], p64, p32, valid, n, kind, lim, &found[0], &fg[0], &nfound, &err)
+    if rc == -2:
+        return None, None
+    if rc != 0:
+        return (err.code, err.index, err.offset, err.detail), None
+    if kind == KIND_CONFLUENT_GUID:
+        return None, sorted(bytes(guids_arr[16 * j:16 * j + 16]) for j in range(nfound))
+    return None, sorted(int(found_arr[j]) for j in range(nfound))

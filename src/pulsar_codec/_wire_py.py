@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["KIND_CONFLUENT", "KIND_CONFLUENT_PROTOBUF", "KIND_CONFLUENT_GUID", "KIND_CONFLUENT_GUID_PROTOBUF",
-           "KIND_HORTONWORKS", "KIND_APICURIO", "KIND_APICURIO_V3", "unframe", "frame", "binary_views"]
+           "KIND_HORTONWORKS", "KIND_APICURIO", "KIND_APICURIO_V3", "unframe", "frame", "binary_views",
+           "distinct_ids"]
 
 # Protocol kinds, identical in both twins.
 KIND_CONFLUENT = 1
@@ -53,7 +54,7 @@ def _read_zigzag(buf, pos: int, end: int):
     return None, _VARINT_TOO_LONG
 
 
-def unframe(data, offsets, validity, kind: int, buffer_index: int):
+def unframe(data, offsets, validity, kind: int, buffer_index: int, views=True):
     """Split the prefixes of one chunk.
 
     Parameters
@@ -67,6 +68,9 @@ def unframe(data, offsets, validity, kind: int, buffer_index: int):
         One of the KIND_* constants.
     buffer_index : int
         Index of ``data`` among the data buffers of the binary-view array being built.
+    views : bool
+        False: skip the binary views (``views`` is then None); callers that walk the payloads
+        themselves only need ``starts``.
 
     Returns
     -------
@@ -198,7 +202,7 @@ def unframe(data, offsets, validity, kind: int, buffer_index: int):
         starts_arr,
         None if counts is None else np.array(counts, dtype=np.int32),
         None if values is None else np.array(values, dtype=np.int64),
-        None if error is not None else binary_views(data, starts_arr, offsets[1:], validity, buffer_index),
+        None if (error is not None or not views) else binary_views(data, starts_arr, offsets[1:], validity, buffer_index),
     )
 
 
@@ -273,3 +277,54 @@ def binary_views(data, starts, ends, validity, buffer_index: int):
     tail_bytes = tail.view(np.uint8).reshape(n, 8)
     views[long, 8:16] = tail_bytes[long]
     return views.reshape(-1)
+
+
+_FIXED_PREFIX = {KIND_CONFLUENT: (0, 5), KIND_CONFLUENT_GUID: (1, 17), KIND_APICURIO: (0, 9), KIND_APICURIO_V3: (0, 5)}
+
+
+def distinct_ids(data, offsets, validity, kind: int, limit: int):
+    """Check the fixed-size prefixes of one chunk and collect its distinct schema ids.
+
+    Only for the protocols whose prefix has one size (Confluent, Confluent GUID, Apicurio v2 and
+    v3): a caller that finds a single id can hand the payloads to the Avro kernel as "offsets +
+    prefix size", without per-message starts or ids.
+
+    Returns
+    -------
+    (error, ids)
+        ``error`` as for :func:`unframe` (first bad message; ``ids`` is then None). Otherwise ``ids``
+        is the sorted list of distinct ids (ints, or 16-byte ``bytes`` GUIDs), or None when there
+        are more than ``limit`` of them.
+    """
+    if kind not in _FIXED_PREFIX:
+        raise ValueError(f"distinct_ids supports the fixed-size prefixes only, not kind {kind}")
+    magic, need = _FIXED_PREFIX[kind]
+    offs = np.asarray(offsets, dtype=np.int64)
+    n = len(offs) - 1
+    if n <= 0:
+        return None, []
+    buf = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(1, dtype=np.uint8)
+    starts, sizes = offs[:-1], np.diff(offs)
+    valid = np.ones(n, dtype=bool) if validity is None else np.asarray(validity, dtype=bool)
+    first = np.where(sizes > 0, buf[np.minimum(starts, len(buf) - 1)], magic)
+    bad = valid & ((sizes == 0) | (first != magic) | (sizes < need))
+    if bad.any():
+        i = int(np.argmax(bad))
+        size = int(sizes[i])
+        if size == 0:
+            return (_EMPTY, i, 0, 0), None
+        if int(first[i]) != magic:
+            return (_BAD_MAGIC, i, 0, int(first[i])), None
+        return (_SHORT_PREFIX, i, size, size), None
+    rows = starts[valid]
+    width = need - 1
+    cols = buf[rows[:, None] + 1 + np.arange(width)]  # (m, width) id bytes
+    if kind == KIND_CONFLUENT_GUID:
+        keys = sorted({bytes(r) for r in np.unique(cols, axis=0)}) if len(cols) else []
+    else:
+        unique = np.unique(cols, axis=0) if len(cols) else cols
+        signed = kind != KIND_CONFLUENT
+        keys = sorted(int.from_bytes(bytes(r), "big", signed=signed) for r in unique)
+    if len(keys) > limit:
+        return None, None
+    return None, keys

@@ -160,6 +160,8 @@ class ErrorCode(enum.IntEnum):
     AVRO_DEPTH_EXCEEDED = 55
     AVRO_DURATION_OUT_OF_RANGE = 56
     AVRO_OUTPUT_TOO_LARGE = 57
+    # JSON payloads (external JSON schemas): 80-89
+    JSON_INVALID = 80
 
 
 # code -> (exception class, message template). Templates may use {detail} and any keyword passed
@@ -232,6 +234,7 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
         AvroDecodeError,
         "decoded column passes the 2 GiB limit of 32-bit Arrow offsets ({detail} entries); decode fewer rows at once",
     ),
+    ErrorCode.JSON_INVALID: (DecodeError, "invalid JSON payload: {reason}"),
 }
 
 

@@ -70,9 +70,23 @@ def _check_on_error(on_error: str) -> bool:
     return on_error == "null"
 
 
+def _size_hints(outputs: list) -> list | None:
+    """Bytes per row of every builder, so the next batch of this layout reserves once."""
+    rows = outputs[0][0] if outputs else 0
+    if rows < 1024:  # too few rows to say much about the next batch
+        return None
+    return [
+        (0.0 if b1 is None else b1.nbytes / rows, 0.0 if b2 is None else b2.nbytes / rows)
+        for _, _, b1, b2 in outputs
+    ]
+
+
 def run(layout: Layout, plans: list, segments: list, keep_going: bool) -> tuple[list, pa.RecordBatch]:
     """Run the active kernel over ``segments`` and assemble the batch; returns (errors, batch)."""
-    errors, outputs = _backend.active().avro.decode(layout.specs, plans, segments, keep_going)
+    errors, outputs = _backend.active().avro.decode(layout.specs, plans, segments, keep_going, layout.hints)
+    hints = _size_hints(outputs)
+    if hints is not None:
+        layout.hints = hints
     return errors, assemble(layout, outputs)
 
 

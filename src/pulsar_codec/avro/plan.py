@@ -185,6 +185,8 @@ class Layout:
     slots: list[Slot] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     is_record: bool = False
+    # builder bytes per row seen in the last large batch (see avro.run); a sizing hint only
+    hints: list | None = field(default=None, repr=False, compare=False)
 
     @property
     def specs(self) -> list[tuple]:

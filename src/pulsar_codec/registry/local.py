@@ -253,6 +253,14 @@ class LocalRegistry(Registry):
     def _read(self):
         return self._transaction("BEGIN")
 
+    def __del__(self) -> None:
+        # an abandoned registry must not leave SQLite connections behind (Python 3.13 warns on them)
+        if not getattr(self, "_closed", True):
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001 - nothing useful to do during finalisation
+                pass
+
     def close(self) -> None:
         """Close every connection this object opened (in any thread)."""
         with self._lock:

@@ -1,0 +1,186 @@
+"""The pulsar-codec command: the demo on the local engine, decode, registry commands, exit codes."""
+
+import json
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pulsar_codec import cli, demo, wire
+from pulsar_codec.registry import LocalRegistry
+
+
+def run_cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "pulsar_codec.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_help_teaches():
+    out = run_cli("--help")
+    assert out.returncode == 0
+    for command in ("demo", "decode", "registry", "dump", "bench"):
+        assert command in out.stdout
+    out = run_cli("decode", "--help")
+    assert "Example: pulsar-codec decode" in out.stdout
+
+
+def test_no_command_prints_help_and_fails():
+    out = run_cli()
+    assert out.returncode == 2 and "usage" in out.stdout
+
+
+def test_bad_arguments_exit_2():
+    assert run_cli("demo", "--rows", "0").returncode == 2
+    assert run_cli("decode", "in.parquet").returncode == 2  # -o and --registry missing
+
+
+def test_demo_local_engine(tmp_path):
+    out = run_cli("demo", "--engine", "local", "--rows", "6000", "-o", str(tmp_path), "-q")
+    assert out.returncode == 0, out.stderr
+    assert "schema id 1 (orders-value v1)" in out.stdout
+    assert "corrupt messages" in out.stdout
+    decoded = pq.read_table(tmp_path / "orders-decoded.parquet")
+    dead = pq.read_table(tmp_path / "orders-dead-letter.parquet")
+    assert len(decoded) + len(dead) == 6000 and len(dead) >= 3
+    # v1 rows read with the v3 reader get the defaults
+    first = decoded.slice(0, 1).to_pylist()[0]
+    assert first["items"] == [] and first["note"] is None and first["tags"] == []
+    assert all(row["error"] for row in dead.to_pylist())
+    customers = pq.read_table(tmp_path / "customers-decoded.parquet")
+    assert customers.column_names[:2] == ["customer", "name"] and len(customers) == 600
+
+
+def test_demo_framing_only():
+    out = run_cli("demo", "--framing-only", "--rows", "2000")
+    assert out.returncode == 0, out.stderr
+    assert "round trip ok" in out.stdout and "MISMATCH" not in out.stdout
+    assert "corrupt message is reported" in out.stdout
+
+
+@pytest.fixture
+def dumped(tmp_path):
+    registry = LocalRegistry(tmp_path / "registry.db")
+    gen = demo.generate(registry, tmp_path, rows=3000, seed=1)
+    registry.close()
+    return tmp_path, gen
+
+
+def test_decode_command(dumped):
+    folder, gen = dumped
+    out = run_cli("decode", str(gen.orders_path), "-o", str(folder / "out.parquet"), "--registry",
+                  str(folder / "registry.db"), "--dead-letter", str(folder / "dead.parquet"))
+    assert out.returncode == 0, out.stderr
+    assert f"3 bad rows" in out.stdout
+    table = pq.read_table(folder / "out.parquet")
+    assert len(table) == 3000
+    errors = [e for e in table["decode_error"].to_pylist() if e]
+    assert len(errors) == 3 and all(e["message"].endswith(")") for e in errors)
+    dead = pq.read_table(folder / "dead.parquet")
+    assert len(dead) == 3 and dead["payload"].null_count == 0
+    # the error names the row in the file
+    bad_rows = [i for i, e in enumerate(table["decode_error"].to_pylist()) if e]
+    assert f"(message {bad_rows[0]}, byte" in errors[0]["message"]
+
+
+def test_decode_batches_number_rows_across_the_file(tmp_path, monkeypatch):
+    from pulsar_codec import parquet_io
+
+    monkeypatch.setattr(parquet_io, "_BATCH", 7)
+    schema = '{"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]}'
+    registry = LocalRegistry(tmp_path / "r.db")
+    sid = registry.register("r-value", schema)
+    messages = [wire.CONFLUENT.pack(sid, bytes([2 * i])) for i in range(20)]
+    messages[15] = b"\x01" + messages[15][1:]
+    pq.write_table(pa.table({"payload": pa.array(messages, pa.binary())}), tmp_path / "in.parquet")
+    stats = parquet_io.decode_parquet(tmp_path / "in.parquet", tmp_path / "out.parquet", registry)
+    assert (stats["rows"], stats["errors"]) == (20, 1)
+    table = pq.read_table(tmp_path / "out.parquet")
+    assert table["a"].to_pylist()[:3] == [0, 1, 2]
+    error = table["decode_error"][15].as_py()
+    assert error["message"] == "invalid magic byte 0x01, expected 0x00 (message 15, byte 0)"
+
+
+def test_decode_missing_input_and_column(dumped):
+    folder, gen = dumped
+    out = run_cli("decode", str(folder / "nope.parquet"), "-o", str(folder / "o.parquet"), "--registry", str(folder / "registry.db"))
+    assert out.returncode == 2 and "does not exist" in out.stderr
+    out = run_cli("decode", str(gen.orders_path), "-o", str(folder / "o.parquet"), "--registry", str(folder / "registry.db"), "--column", "nope")
+    assert out.returncode == 1 and "column 'nope'" in out.stderr
+
+
+def test_decode_unknown_schema_id_exits_4(tmp_path):
+    registry = LocalRegistry(tmp_path / "empty.db")
+    registry.close()
+    pq.write_table(pa.table({"payload": pa.array([wire.CONFLUENT.pack(42, b"\x02")])}), tmp_path / "in.parquet")
+    out = run_cli("decode", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "o.parquet"), "--registry", str(tmp_path / "empty.db"))
+    assert out.returncode == 4 and "schema not found" in out.stderr
+
+
+def test_registry_commands(tmp_path):
+    db = str(tmp_path / "reg.db")
+    v1 = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]}
+    v2 = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}, {"name": "b", "type": "string", "default": ""}]}
+    bad = {"type": "record", "name": "R", "fields": [{"name": "c", "type": "int"}]}
+    out = run_cli("registry", "register", "--registry", db, "--subject", "t-value", "--schema", json.dumps(v1))
+    assert out.returncode == 0 and json.loads(out.stdout) == {"subject": "t-value", "id": 1}
+    (tmp_path / "v2.avsc").write_text(json.dumps(v2))
+    out = run_cli("registry", "check", "--registry", db, "--subject", "t-value", "--schema", f"@{tmp_path / 'v2.avsc'}")
+    assert out.returncode == 0 and json.loads(out.stdout)["is_compatible"] is True
+    out = run_cli("registry", "check", "--registry", db, "--subject", "t-value", "--schema", json.dumps(bad))
+    assert out.returncode == 1 and json.loads(out.stdout)["is_compatible"] is False
+    out = run_cli("registry", "register", "--registry", db, "--subject", "t-value", "--schema", json.dumps(bad))
+    assert out.returncode == 1 and "incompatible schema" in out.stderr
+    out = run_cli("registry", "list", "--registry", db)
+    assert json.loads(out.stdout) == ["t-value"]
+    out = run_cli("registry", "get", "--registry", db, "--subject", "t-value")
+    assert json.loads(out.stdout)["schema"] == v1
+    out = run_cli("registry", "get", "--registry", db, "--id", "7")
+    assert out.returncode == 4
+
+
+def test_unreachable_registry_exits_3(tmp_path):
+    out = run_cli("registry", "list", "--registry", "http://127.0.0.1:9")
+    assert out.returncode == 3 and "registry error" in out.stderr
+
+
+def test_registry_serve_with_confluent_client(tmp_path):
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(tmp_path / "serve.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "pulsar_codec.cli", "registry", "serve", str(tmp_path / "s.db"), "--port", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        from pulsar_codec.registry import ConfluentRegistry
+
+        deadline = time.time() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise AssertionError((tmp_path / "serve.log").read_text() or "server did not start")
+                time.sleep(0.2)
+        client = ConfluentRegistry(f"http://127.0.0.1:{port}")
+        assert client.register("x-value", '{"type": "string"}') == 1
+        assert client.list_subjects() == ["x-value"]
+        client.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+
+
+def test_dump_unreachable_broker_fails_cleanly(tmp_path):
+    out = run_cli("dump", "--service-url", "pulsar://127.0.0.1:9", "--topic", "t", "-o", str(tmp_path / "x.parquet"), "--timeout-ms", "2000")
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr
+
+
+def test_main_in_process_returns_codes():
+    assert cli.main(["demo", "--framing-only", "--rows", "500"]) == 0
