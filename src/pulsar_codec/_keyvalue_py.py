@@ -63,6 +63,17 @@ def split_one(buf, start: int, end: int, mode: int):
     return tuple(result)
 
 
+def _be32(buf, pos, ok):
+    """Signed big-endian i32 at ``pos`` for the rows where ``ok`` (0 elsewhere); vectorised."""
+    p = np.where(ok, pos, 0)
+    if not ok.any():
+        return np.zeros(len(pos), dtype=np.int64)
+    b = buf[p[:, None] + np.arange(4)].astype(np.int64)
+    value = (b[:, 0] << 24) | (b[:, 1] << 16) | (b[:, 2] << 8) | b[:, 3]
+    value = np.where(value >= 2**31, value - 2**32, value)
+    return np.where(ok, value, 0)
+
+
 def split(data, offsets, validity, mode: int):
     """Split every two-part message of one chunk.
 
@@ -82,38 +93,53 @@ def split(data, offsets, validity, mode: int):
         ``error`` is None or ``(code, index, offset, detail)``. Starts and ends are int64[n]
         positions in ``data``; the ``*_valid`` arrays are uint8[n] (0 for a null part, and for
         both parts of a null message).
+
+    The rows are parsed with numpy, all at once; the first row that fails any check is parsed
+    again by :func:`split_one`, which says exactly what is wrong with it.
     """
-    buf = memoryview(data).cast("B")
-    n = len(offsets) - 1
-    offs = np.asarray(offsets, dtype=np.int64).tolist()
-    valid = None if validity is None else np.asarray(validity, dtype=bool).tolist()
-    ks = [0] * n
-    ke = [0] * n
-    kv = [0] * n
-    vs = [0] * n
-    ve = [0] * n
-    vv = [0] * n
-    error = None
-    for i in range(n):
-        start = offs[i]
-        end = offs[i + 1]
-        if valid is not None and not valid[i]:
-            ks[i] = ke[i] = vs[i] = ve[i] = end
-            continue
-        parsed = split_one(buf, start, end, mode)
-        if parsed[0] is not None:
-            error = (parsed[0][0], i, parsed[0][1], parsed[0][2])
-            break
-        _, ks[i], ke[i], kv[i], vs[i], ve[i], vv[i] = parsed
-    return (
-        error,
-        np.array(ks, dtype=np.int64),
-        np.array(ke, dtype=np.int64),
-        np.array(kv, dtype=np.uint8),
-        np.array(vs, dtype=np.int64),
-        np.array(ve, dtype=np.int64),
-        np.array(vv, dtype=np.uint8),
-    )
+    buf = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(4, dtype=np.uint8)
+    offs = np.asarray(offsets, dtype=np.int64)
+    n = len(offs) - 1
+    starts, ends = offs[:-1], offs[1:]
+    live = np.ones(n, dtype=bool) if validity is None else np.asarray(validity, dtype=bool).copy()
+    if mode == MODE_SCHEMA_ID:
+        live &= starts != ends  # an empty schema id means no ids at all
+    good = live.copy()
+    parts = []
+    pos = starts.copy()
+    for _part in range(2):
+        good &= ends - pos >= 4
+        length = _be32(buf, pos, good)
+        good &= length >= -1
+        null = good & (length == -1)
+        body = np.where(null, 0, length)
+        good &= body <= ends - pos - 4
+        part_start = pos + 4
+        part_end = part_start + body
+        if mode == MODE_INLINE_CPP:
+            part_valid = good
+        elif mode == MODE_SCHEMA_ID:
+            part_valid = good & (body > 0)
+        else:
+            part_valid = good & ~null
+        parts.append((part_start, part_end, part_valid))
+        pos = part_end
+    good &= pos == ends
+    bad = live & ~good
+    if bad.any():
+        i = int(np.argmax(bad))
+        parsed = split_one(memoryview(data).cast("B"), int(starts[i]), int(ends[i]), mode)
+        code, offset, detail = parsed[0]
+        error = (code, i, offset, detail)
+    else:
+        error = None
+    (ks, ke, kv), (vs, ve, vv) = parts
+    # null messages (and empty schema ids) are empty, invalid slices at the message's end
+    ks = np.where(good, ks, ends)
+    ke = np.where(good, ke, ends)
+    vs = np.where(good, vs, ends)
+    ve = np.where(good, ve, ends)
+    return error, ks, ke, kv.astype(np.uint8), vs, ve, vv.astype(np.uint8)
 
 
 def split_copy(data, offsets, validity, mode: int):
@@ -195,17 +221,25 @@ def join(key_data, key_offsets, key_validity, value_data, value_offsets, value_v
 def _gather(data, starts, ends, validity):
     """Copy the slices ``data[starts[i]:ends[i]]`` one after the other (null rows are empty).
 
-    Returns (out: uint8 ndarray, offsets: int64 ndarray of n + 1 entries).
+    Returns (out: uint8 ndarray, offsets: int64 ndarray of n + 1 entries). The copy is Arrow's
+    cast of binary views to binary, so no Python runs per row or per byte.
     """
-    buf = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(0, dtype=np.uint8)
+    import pyarrow as pa
+
+    from ._wire_py import binary_views
+
     starts = np.asarray(starts, dtype=np.int64)
-    lengths = np.asarray(ends, dtype=np.int64) - starts
+    ends = np.asarray(ends, dtype=np.int64)
     if validity is not None:
-        lengths = np.where(np.asarray(validity, dtype=bool), lengths, 0)
+        ends = np.where(np.asarray(validity, dtype=bool), ends, starts)
     n = len(starts)
+    lengths = ends - starts
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    total = int(offsets[-1])
-    # each output byte's source position: its row's start plus its place inside the row
-    index = np.repeat(starts - offsets[:-1], lengths) + np.arange(total, dtype=np.int64)
-    return buf[index], offsets
+    if n == 0 or offsets[-1] == 0:
+        return np.zeros(0, dtype=np.uint8), offsets
+    source = pa.py_buffer(data)
+    views = binary_views(data, starts, ends, None, 0)
+    copied = pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views), source]).cast(pa.large_binary())
+    out = np.frombuffer(copied.buffers()[2], dtype=np.uint8)[: int(offsets[-1])]
+    return out, offsets

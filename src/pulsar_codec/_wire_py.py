@@ -264,12 +264,13 @@ def binary_views(data, starts, ends, validity, buffer_index: int):
     if validity is not None:
         lengths = np.where(np.asarray(validity, dtype=bool), lengths, 0)
     views[:, 0:4] = lengths.astype("<i4").view(np.uint8).reshape(n, 4)
-    # bytes 4..15: inline data for short payloads, else 4-byte prefix + buffer index + offset
-    for j in range(12):
-        take = lengths > j
-        col = np.zeros(n, dtype=np.uint8)
-        col[take] = buf[starts[take] + j]
-        views[:, 4 + j] = col
+    # bytes 4..15: inline data for short payloads, else 4-byte prefix + buffer index + offset;
+    # one gather of 12 bytes per row (clipped at the buffer's end, then masked past each length)
+    index = starts[:, None] + np.arange(12)
+    np.minimum(index, len(buf) - 1, out=index)
+    inline = buf[index]
+    inline[np.arange(12)[None, :] >= lengths[:, None]] = 0
+    views[:, 4:16] = inline
     long = lengths > 12
     tail = np.empty((n, 2), dtype="<i4")
     tail[:, 0] = buffer_index
