@@ -184,3 +184,9 @@ def test_dump_unreachable_broker_fails_cleanly(tmp_path):
 
 def test_main_in_process_returns_codes():
     assert cli.main(["demo", "--framing-only", "--rows", "500"]) == 0
+
+
+def test_bench_command_reports_ratios():
+    out = run_cli("bench", "--rows", "2000")
+    assert out.returncode == 0, out.stderr
+    assert "avro flat-5" in out.stdout and "fastavro recipe" in out.stdout and "x the fastest" in out.stdout
