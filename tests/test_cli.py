@@ -190,3 +190,17 @@ def test_bench_command_reports_ratios():
     out = run_cli("bench", "--rows", "2000")
     assert out.returncode == 0, out.stderr
     assert "avro flat-5" in out.stdout and "fastavro recipe" in out.stdout and "x the fastest" in out.stdout
+
+
+@pytest.mark.slow
+def test_demo_spark_engine(tmp_path):
+    pytest.importorskip("pyspark")
+    out = run_cli("demo", "--engine", "spark", "--rows", "3000", "-o", str(tmp_path), "-q")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "engine: spark" in out.stdout and "spark engine" in out.stdout
+    decoded = pq.read_table(tmp_path / "orders-decoded.parquet")
+    dead = pq.read_table(tmp_path / "orders-dead-letter.parquet")
+    assert len(decoded) + len(dead) == 3000 and len(dead) >= 3
+    assert {"order_id", "items", "note", "tags", "publish_time"} <= set(decoded.column_names)
+    assert all(e["message"] for e in dead["decode_error"].to_pylist())
+    assert pq.read_table(tmp_path / "customers-decoded.parquet").num_rows == 300

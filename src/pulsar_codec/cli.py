@@ -96,9 +96,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if engine == "spark" and not _have("pyspark"):
         _err("the spark engine needs PySpark (pip install 'pulsar-codec[spark]'); running the local engine")
         engine = "local"
+    elif engine == "spark" and not _java_available():
+        _err("the spark engine needs Java (java on PATH or JAVA_HOME); running the local engine")
+        engine = "local"
     result = demo.run(Path(args.output), args.rows, args.seed, engine, _say, progress=not args.quiet)
     # a corrupt message that went unreported would be a failure of the demo itself
     return EXIT_OK if result.errors > 0 and result.decoded + result.errors == result.rows else EXIT_FAILED
+
+
+def _java_available() -> bool:
+    import os
+    import shutil
+
+    home = os.environ.get("JAVA_HOME")
+    return bool(shutil.which("java") or (home and os.path.exists(os.path.join(home, "bin", "java"))))
 
 
 def _have(module: str) -> bool:
@@ -337,8 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--rows", type=int, default=200_000, help="order messages to generate (default 200000)")
     demo.add_argument("--seed", type=int, default=42, help="random seed for the generated data")
     demo.add_argument("-o", "--output", default="demo-output", help="output folder (default ./demo-output)")
-    demo.add_argument("--engine", choices=("spark", "local"), default="local",
-                      help="local: Arrow in this process (default); spark: PySpark local mode")
+    demo.add_argument("--engine", choices=("spark", "local"), default="spark",
+                      help="spark: PySpark in local mode (default; needs Java); local: Arrow in this process")
     demo.add_argument("--framing-only", action="store_true", help="only show the framing and KeyValue codecs")
     demo.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     demo.set_defaults(func=cmd_demo)

@@ -247,30 +247,51 @@ def _decode_local(raw_path: Path, registry: Any, out_path: Path, dead_path: Path
     return len(good_rows), int(bad.sum()), counts
 
 
-def _decode_spark(raw_path: Path, registry_path: Path, out_path: Path, dead_path: Path, reader_schema: Any) -> tuple[int, int, dict[int, int]]:
+def _decode_spark(session: Any, raw_path: Path, registry_path: Path, out_path: Path, dead_path: Path,
+                  reader_schema: Any) -> tuple[int, int, dict[int, int], float]:
+    """The Spark engine: one mapInArrow decode, written once to a staging table, then split into
+    the decoded table and the dead-letter table (raw bytes kept)."""
     from pyspark.sql import functions as F
 
     from . import spark as pcs
     from .registry import LocalRegistry
 
-    session = pcs.session(app_name="pulsar-codec-demo")
     raw = session.read.parquet(str(raw_path))
     decoded = pcs.decode(raw, "payload", registry=LocalRegistry(registry_path), reader_schema=reader_schema)
-    decoded = decoded.cache()
-    good = decoded.where(F.col("decode_error").isNull())
-    bad = decoded.where(F.col("decode_error").isNotNull())
+    staged = out_path.with_name(out_path.name + ".staging")
+    t0 = time.perf_counter()
+    (
+        decoded.withColumn("schema_id", F.conv(F.hex(F.substring("payload", 2, 4)), 16, 10).cast("long"))
+        .write.mode("overwrite")
+        .parquet(str(staged))
+    )
+    decode_seconds = time.perf_counter() - t0
+    table = session.read.parquet(str(staged))
+    good = table.where(F.col("decode_error").isNull())
+    bad = table.where(F.col("decode_error").isNotNull())
     good.select("decoded.*", "publish_time").write.mode("overwrite").parquet(str(out_path))
     bad.select("payload", "publish_time", "message_id", "decode_error").write.mode("overwrite").parquet(str(dead_path))
-    counts = {
-        int(r["schema_id"]): int(r["count"])
-        for r in good.select(F.conv(F.hex(F.substring("payload", 2, 4)), 16, 10).cast("long").alias("schema_id"))
-        .groupBy("schema_id")
-        .count()
-        .collect()
-    }
-    n_good, n_bad = good.count(), bad.count()
-    decoded.unpersist()
-    return n_good, n_bad, counts
+    counts = {int(r["schema_id"]): int(r["count"]) for r in good.groupBy("schema_id").count().collect()}
+    n_bad = bad.count()
+    import shutil
+
+    shutil.rmtree(staged, ignore_errors=True)
+    return sum(counts.values()), n_bad, counts, decode_seconds
+
+
+def _decode_keyvalue_spark(session: Any, raw_path: Path, registry_path: Path, out_path: Path) -> int:
+    from pyspark.sql import functions as F
+
+    from . import spark as pcs
+    from .registry import LocalRegistry
+
+    raw = session.read.parquet(str(raw_path))
+    # the keys are plain strings, the values framed Avro: split, then decode the values only
+    parts = pcs.split_keyvalue(raw, "payload", key_column="key_bytes", value_column="value_bytes")
+    decoded = pcs.decode(parts, "value_bytes", registry=LocalRegistry(registry_path))
+    result = decoded.select(F.col("key_bytes").cast("string").alias("customer"), "decoded.*")
+    result.write.mode("overwrite").parquet(str(out_path))
+    return session.read.parquet(str(out_path)).count()
 
 
 def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None], progress: bool = True) -> DemoResult:
@@ -296,17 +317,32 @@ def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None]
 
     decoded_path = out / "orders-decoded.parquet"
     dead_path = out / "orders-dead-letter.parquet"
-    t1 = time.perf_counter()
+    customers_path = out / "customers-decoded.parquet"
+    session = None
     if engine == "spark":
-        bar.step("Spark session (local mode)")
-        good, bad, counts = _decode_spark(gen.orders_path, registry_path, decoded_path, dead_path, ORDER_SCHEMAS[-1])
+        from . import spark as pcs
+
+        t_session = time.perf_counter()
+        session = pcs.session(app_name="pulsar-codec-demo")
+        session.sparkContext.setLogLevel("ERROR")
+        bar.step(f"Spark session (local mode) started in {time.perf_counter() - t_session:.1f} s")
+    t1 = time.perf_counter()
+    if session is not None:
+        good, bad, counts, decode_seconds = _decode_spark(
+            session, gen.orders_path, registry_path, decoded_path, dead_path, ORDER_SCHEMAS[-1]
+        )
+        stage = "the decode stage: schema-id pre-pass, mapInArrow decode and a Parquet write"
     else:
+        t_local = time.perf_counter()
         good, bad, counts = _decode_local(gen.orders_path, registry, decoded_path, dead_path)
+        decode_seconds = time.perf_counter() - t_local
+        stage = "read Parquet, decode, write decoded and dead-letter Parquet"
     seconds = time.perf_counter() - t1
     bar.step("orders decoded")
-
-    customers_path = out / "customers-decoded.parquet"
-    customers = _decode_keyvalue(gen.customers_path, registry, customers_path)
+    if session is not None:
+        customers = _decode_keyvalue_spark(session, gen.customers_path, registry_path, customers_path)
+    else:
+        customers = _decode_keyvalue(gen.customers_path, registry, customers_path)
     bar.step("KeyValue customers decoded")
     bar.step("done")
 
@@ -317,10 +353,11 @@ def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None]
         say(f"  schema id {schema_id} (orders-value v{version}): {counts[schema_id]:>9,} rows")
     say(f"  decoded {good:,} rows into {decoded_path.name} (read as v3: older rows get the defaults)")
     say(f"  {bad:,} corrupt messages -> {dead_path.name} with their raw bytes and the error")
-    say(f"  throughput: {(good + bad) / seconds:,.0f} messages/s end to end ({engine} engine, including I/O)")
+    say(f"  throughput: {(good + bad) / decode_seconds:,.0f} messages/s in {stage} ({engine} engine)")
+    say(f"  whole job {seconds:.1f} s, including writing the decoded and dead-letter tables")
     say(f"customers topic (INLINE KeyValue): {customers:,} rows -> {customers_path.name}")
     say(f"total {time.perf_counter() - t0:.1f} s; outputs in {out}")
-    return DemoResult(rows, good, bad, counts, seconds, {"decoded": decoded_path, "dead_letter": dead_path})
+    return DemoResult(rows, good, bad, counts, decode_seconds, {"decoded": decoded_path, "dead_letter": dead_path})
 
 
 def _decode_keyvalue(raw_path: Path, registry: Any, out_path: Path) -> int:

@@ -1,0 +1,567 @@
+"""pulsar_codec.spark against a real local Spark session (one per test run, see spark_fixtures)."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import io
+import json
+import struct
+
+import fastavro
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("pyspark")
+
+from pyspark.errors import PythonException
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from pulsar_codec import keyvalue, wire
+from pulsar_codec import spark as pcs
+from pulsar_codec.errors import ErrorCode, SchemaError, SchemaNotFoundError
+from pulsar_codec.registry import ConfluentRegistry, LocalRegistry
+
+pytest_plugins = ["spark_fixtures"]
+pytestmark = pytest.mark.slow
+
+V1 = {"type": "record", "name": "User", "namespace": "t", "fields": [
+    {"name": "id", "type": "int"},
+    {"name": "name", "type": "string"},
+]}
+V2 = {"type": "record", "name": "User", "namespace": "t", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "name", "type": "string"},
+    {"name": "email", "type": ["null", "string"], "default": None},
+]}
+V3 = {"type": "record", "name": "User", "namespace": "t", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "name", "type": "string"},
+    {"name": "email", "type": ["null", "string"], "default": None},
+    {"name": "score", "type": "double", "default": 0.5},
+]}
+
+
+def body(schema, record) -> bytes:
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), record)
+    return out.getvalue()
+
+
+@pytest.fixture
+def users_registry(tmp_path):
+    reg = LocalRegistry(tmp_path / "schemas.db")
+    ids = [reg.register("users-value", json.dumps(s)) for s in (V1, V2, V3)]
+    yield reg, ids
+    reg.close()
+
+
+def user_messages(ids):
+    i1, i2, i3 = ids
+    return [
+        wire.CONFLUENT.pack(i1, body(V1, {"id": 1, "name": "ann"})),
+        wire.CONFLUENT.pack(i2, body(V2, {"id": 2, "name": "bob", "email": "b@x"})),
+        None,
+        wire.CONFLUENT.pack(i3, body(V3, {"id": 3, "name": "cy", "email": None, "score": 9.0})),
+        wire.CONFLUENT.pack(i1, body(V1, {"id": 4, "name": ""})),
+        wire.CONFLUENT.pack(i2, body(V2, {"id": 2**40, "name": "dee", "email": None})),
+    ]
+
+
+EXPECTED_USERS = [
+    {"id": 1, "name": "ann", "email": None, "score": 0.5},
+    {"id": 2, "name": "bob", "email": "b@x", "score": 0.5},
+    None,
+    {"id": 3, "name": "cy", "email": None, "score": 9.0},
+    {"id": 4, "name": "", "email": None, "score": 0.5},
+    {"id": 2**40, "name": "dee", "email": None, "score": 0.5},
+]
+
+
+def frame_of(spark, messages, partitions=2):
+    rows = [(i, m) for i, m in enumerate(messages)]
+    return spark.createDataFrame(rows, "k long, value binary").repartition(partitions)
+
+
+def collect_sorted(df):
+    return sorted(df.collect(), key=lambda r: r["k"])
+
+
+def as_dict(row):
+    return None if row is None else row.asDict(recursive=True)
+
+
+# -- decode -----------------------------------------------------------------------------------------
+
+
+def test_mixed_ids_with_evolution_and_nulls(spark, users_registry, backend):
+    reg, ids = users_registry
+    df = frame_of(spark, user_messages(ids))
+    out = pcs.decode(df, "value", registry=reg)
+    assert out.columns == ["k", "value", "decoded", "decode_error"]
+    assert out.schema["decoded"].dataType.simpleString() == "struct<id:bigint,name:string,email:string,score:double>"
+    rows = collect_sorted(out)
+    assert [as_dict(r["decoded"]) for r in rows] == EXPECTED_USERS
+    assert all(r["decode_error"] is None for r in rows)
+    assert [r["value"] for r in rows] == user_messages(ids)  # input bytes pass through
+    # the executors ran the backend that was active on the driver
+    stats = pcs.executor_stats(spark)
+    assert sum(s["batches"].get(backend.name, 0) for s in stats) > 0
+
+
+def test_explicit_reader_schema(spark, users_registry):
+    reg, ids = users_registry
+    reader = {"type": "record", "name": "User", "namespace": "t", "fields": [
+        {"name": "name", "type": "string"}, {"name": "email", "type": ["null", "string"], "default": None},
+    ]}
+    out = pcs.decode(frame_of(spark, user_messages(ids)), registry=reg, reader_schema=reader, output="u")
+    rows = collect_sorted(out)
+    assert [as_dict(r["u"]) for r in rows] == [
+        None if e is None else {"name": e["name"], "email": e["email"]} for e in EXPECTED_USERS
+    ]
+
+
+def test_corrupt_rows_go_to_the_error_column(spark, users_registry, backend):
+    reg, ids = users_registry
+    good = wire.CONFLUENT.pack(ids[1], body(V2, {"id": 7, "name": "ok", "email": "e"}))
+    truncated = good[:-3]
+    bad_utf8 = wire.CONFLUENT.pack(ids[0], b"\x02\x04\xff\xfe")
+    messages = [good, b"\x07abcdef", b"\x00\x00", truncated, None, bad_utf8, good + b"\x00"]
+    df = frame_of(spark, messages, partitions=3)
+    out = pcs.decode(df, registry=reg)
+    rows = collect_sorted(out)
+    assert [r["value"] for r in rows] == messages
+    errors = [as_dict(r["decode_error"]) for r in rows]
+    assert errors[0] is None and errors[4] is None
+    assert errors[1] == {"code": ErrorCode.WIRE_BAD_MAGIC, "offset": 0,
+                         "message": "invalid magic byte 0x07, expected 0x00 (byte 0)"}
+    assert errors[2]["code"] == ErrorCode.WIRE_SHORT_PREFIX and errors[2]["offset"] == 2
+    assert errors[3]["code"] == ErrorCode.AVRO_TRUNCATED
+    assert errors[5]["code"] == ErrorCode.AVRO_INVALID_UTF8 and errors[5]["offset"] == 2
+    assert errors[6]["code"] == ErrorCode.AVRO_TRAILING_BYTES
+    assert errors[3]["message"].startswith("truncated Avro data") and "(byte " in errors[3]["message"]
+    decoded = [as_dict(r["decoded"]) for r in rows]
+    assert decoded[0] == {"id": 7, "name": "ok", "email": "e"}  # reader: the newest id in the column
+    assert all(decoded[i] is None for i in (1, 2, 3, 4, 5, 6))
+    # the dead-letter recipe: nothing is lost
+    dead = out.where(F.col("decode_error").isNotNull())
+    live = out.where(F.col("decode_error").isNull())
+    assert dead.count() == 5 and live.count() == 2
+    assert sorted(r["value"] for r in dead.select("value").collect()) == sorted(messages[i] for i in (1, 2, 3, 5, 6))
+
+
+def test_other_protocols(spark):
+    schemas = {5: V1}
+    msgs = [wire.APICURIO.pack(5, body(V1, {"id": 1, "name": "a"})), None]
+    out = pcs.decode(frame_of(spark, msgs), registry=schemas, protocol=wire.APICURIO)
+    assert [as_dict(r["decoded"]) for r in collect_sorted(out)] == [{"id": 1, "name": "a"}, None]
+    msgs = [wire.HORTONWORKS.pack(5, body(V1, {"id": 2, "name": "b"}))]
+    out = pcs.decode(frame_of(spark, msgs), registry=schemas, protocol="hortonworks")
+    assert [as_dict(r["decoded"]) for r in collect_sorted(out)] == [{"id": 2, "name": "b"}]
+    with pytest.raises(ValueError, match="CONFLUENT_GUID"):
+        pcs.decode(frame_of(spark, msgs), registry=schemas, protocol=wire.CONFLUENT_GUID)
+
+
+def test_unknown_id_fails_on_the_driver(spark):
+    msgs = [wire.CONFLUENT.pack(99, body(V1, {"id": 1, "name": "a"}))]
+    with pytest.raises(SchemaNotFoundError, match="99"):
+        pcs.decode(frame_of(spark, msgs), registry={1: V1})
+
+
+def test_no_reader_schema(spark, tmp_path):
+    with pytest.raises(SchemaError, match="reader_schema"):
+        pcs.decode(frame_of(spark, [None]), registry=LocalRegistry(tmp_path / "empty.db"))
+
+
+def test_existing_output_column_is_replaced(spark):
+    msgs = [wire.CONFLUENT.pack(1, body(V1, {"id": 1, "name": "a"}))]
+    df = frame_of(spark, msgs).withColumn("decoded", F.lit("old"))
+    out = pcs.decode(df, registry={1: V1})
+    assert out.columns == ["k", "value", "decoded", "decode_error"]
+    assert as_dict(out.collect()[0]["decoded"]) == {"id": 1, "name": "a"}
+
+
+# -- PIP-420 bodies with a schema-id column ----------------------------------------------------------
+
+
+def test_pip420_bodies_with_schema_id_column(spark, users_registry, backend):
+    reg, ids = users_registry
+    bodies = [body(V1, {"id": 1, "name": "a"}), body(V3, {"id": 2, "name": "b", "email": "m", "score": 1.0}), None,
+              body(V1, {"id": 3, "name": "c"}), b"\x02"]
+    id_ints = [ids[0], ids[2], None, None, ids[0]]
+    df = spark.createDataFrame(
+        [(i, b, s) for i, (b, s) in enumerate(zip(bodies, id_ints))], "k long, value binary, sid long"
+    )
+    out = pcs.decode(df, registry=reg, schema_id_column="sid")
+    rows = collect_sorted(out)
+    assert [as_dict(r["decoded"]) for r in rows] == [
+        {"id": 1, "name": "a", "email": None, "score": 0.5},
+        {"id": 2, "name": "b", "email": "m", "score": 1.0},
+        None,
+        None,
+        None,
+    ]
+    errors = [as_dict(r["decode_error"]) for r in rows]
+    assert errors[:3] == [None, None, None]
+    assert errors[3]["code"] is None and "no schema id" in errors[3]["message"]
+    assert errors[4]["code"] == ErrorCode.AVRO_TRUNCATED
+    assert [r["value"] for r in rows] == bodies
+
+    # PIP-420 MessageMetadata.schema_id bytes: FF magic + a big-endian id
+    meta = [wire.pulsar_schema_id(struct.pack(">I", i)) if i is not None else None for i in id_ints]
+    df = spark.createDataFrame(
+        [(i, b, s) for i, (b, s) in enumerate(zip(bodies, meta))], "k long, value binary, sid binary"
+    )
+    out = pcs.decode(df, registry=reg, schema_id_column="sid")
+    assert [as_dict(r["decoded"]) for r in collect_sorted(out)][:2] == [
+        {"id": 1, "name": "a", "email": None, "score": 0.5},
+        {"id": 2, "name": "b", "email": "m", "score": 1.0},
+    ]
+
+
+# -- KeyValue -----------------------------------------------------------------------------------------
+
+
+KEY = {"type": "record", "name": "Key", "fields": [{"name": "tenant", "type": "string"}]}
+
+
+def test_keyvalue_split_and_decode(spark, backend):
+    schemas = {1: V1, 2: KEY}
+    keys = [wire.CONFLUENT.pack(2, body(KEY, {"tenant": f"t{i}"})) for i in range(3)] + [None]
+    values = [wire.CONFLUENT.pack(1, body(V1, {"id": i, "name": f"n{i}"})) for i in range(3)] + [
+        wire.CONFLUENT.pack(1, body(V1, {"id": 9, "name": "nokey"}))
+    ]
+    payloads = keyvalue.join_inline(keys, values).to_pylist() + [b"\x00\x00\x00\x09ab", None]
+    df = frame_of(spark, payloads)
+
+    split = pcs.split_keyvalue(df)
+    assert split.columns == ["k", "key", "value", "keyvalue_error"]
+    rows = collect_sorted(split)
+    assert [r["key"] for r in rows] == keys + [None, None]
+    assert [r["value"] for r in rows] == values + [None, None]
+    err = as_dict(rows[4]["keyvalue_error"])
+    assert err["code"] == ErrorCode.KV_LENGTH_PAST_END and err["offset"] == 0 and "(message" not in err["message"]
+    assert rows[5]["keyvalue_error"] is None
+
+    out = pcs.decode_keyvalue(df, registry=schemas, key_reader_schema=KEY, value_reader_schema=V1)
+    rows = collect_sorted(out)
+    assert [as_dict(r["key"]) for r in rows] == [{"tenant": f"t{i}"} for i in range(3)] + [None, None, None]
+    assert [as_dict(r["value"]) for r in rows] == [{"id": i, "name": f"n{i}"} for i in range(3)] + [
+        {"id": 9, "name": "nokey"}, None, None]
+    assert rows[4]["keyvalue_error"] is not None
+    assert all(r["key_error"] is None and r["value_error"] is None for r in rows)
+
+
+# -- encode ---------------------------------------------------------------------------------------------
+
+
+def test_encode_round_trip(spark, tmp_path, backend):
+    reg = LocalRegistry(tmp_path / "enc.db")
+    schema = T.StructType([
+        T.StructField("id", T.LongType(), False),
+        T.StructField("name", T.StringType(), True),
+        T.StructField("tags", T.ArrayType(T.IntegerType(), False), True),
+        T.StructField("price", T.DecimalType(10, 2), True),
+        T.StructField("at", T.TimestampType(), True),
+        T.StructField("day", T.DateType(), True),
+    ])
+    at = datetime.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=datetime.UTC)
+    data = [
+        (1, "a", [1, 2], decimal.Decimal("12.34"), at, datetime.date(2024, 1, 2)),
+        (2, None, None, None, None, None),
+        (3, "ccc", [], decimal.Decimal("-0.01"), at, datetime.date(1960, 1, 1)),
+    ]
+    data.append((4, None, None, None, None, None))
+    df = spark.createDataFrame(data, schema).select(
+        F.when(F.col("id") != 4, F.struct(*schema.names)).alias("rec"), F.col("id").alias("k")
+    )
+    encoded = pcs.encode(df, "rec", registry=reg, subject="orders-value")
+    assert encoded.columns == ["rec", "k", "value"]
+    latest = reg.get_latest("orders-value")
+    writer = json.loads(latest.schema)
+    assert writer["name"] == "orders"
+    rows = collect_sorted(encoded)
+    assert rows[3]["value"] is None  # a null struct is a null message
+    # fastavro reads what Spark wrote
+    parsed = fastavro.parse_schema(writer)
+    for row in rows[:3]:
+        schema_id, payload = wire.CONFLUENT.unpack(row["value"])
+        assert schema_id == latest.schema_id
+        record = fastavro.schemaless_reader(io.BytesIO(bytes(payload)), parsed, None)
+        original = row["rec"].asDict()
+        assert record["id"] == original["id"] and record["name"] == original["name"]
+        assert record["tags"] == original["tags"] and record["price"] == original["price"]
+        assert record["day"] == original["day"]
+        if original["at"] is not None:
+            assert record["at"] == at
+    # and Spark decodes it back to the same values
+    back = pcs.decode(encoded.select("k", "value"), registry=reg)
+    decoded = collect_sorted(back.select("k", F.col("decoded.*"), F.unix_micros("decoded.at").alias("at_us")))
+    src = collect_sorted(df.select("k", F.col("rec.*"), F.unix_micros("rec.at").alias("at_us")))
+    for d, s in zip(decoded[:3], src[:3]):
+        assert d.asDict() == s.asDict()
+    assert decoded[3]["id"] is None
+    reg.close()
+
+
+def test_encode_with_given_schema_and_mapping(spark):
+    schema = {"type": "record", "name": "S", "fields": [
+        {"name": "status", "type": {"type": "enum", "name": "St", "symbols": ["NEW", "OLD"]}},
+        {"name": "n", "type": "int"},
+    ]}
+    registry: dict = {}
+    df = spark.createDataFrame([("OLD", 1), ("NEW", 2)], "status string, n int").select(
+        F.struct("status", "n").alias("s")
+    )
+    out = pcs.encode(df, "s", registry=registry, subject="s-value", schema=schema, protocol="apicurio_v3")
+    assert list(registry) == [1]
+    msgs = [r["value"] for r in out.collect()]
+    assert [wire.APICURIO_V3.unpack(m)[0] for m in msgs] == [1, 1]
+    back = pcs.decode(out.select("value"), registry=registry, protocol="apicurio_v3")
+    assert sorted((r["decoded"]["status"], r["decoded"]["n"]) for r in back.collect()) == [("NEW", 2), ("OLD", 1)]
+
+
+# -- every Avro type -----------------------------------------------------------------------------------
+
+INNER = {"type": "record", "name": "Inner", "fields": [{"name": "x", "type": "int"}]}
+ALL_TYPES = {"type": "record", "name": "All", "namespace": "t", "fields": [
+    {"name": "n", "type": "null"},
+    {"name": "b", "type": "boolean"},
+    {"name": "i", "type": "int"},
+    {"name": "l", "type": "long"},
+    {"name": "f", "type": "float"},
+    {"name": "d", "type": "double"},
+    {"name": "s", "type": "string"},
+    {"name": "by", "type": "bytes"},
+    {"name": "fx", "type": {"type": "fixed", "name": "F4", "size": 4}},
+    {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]}},
+    {"name": "arr", "type": {"type": "array", "items": "int"}},
+    {"name": "m", "type": {"type": "map", "values": "long"}},
+    {"name": "rec", "type": INNER},
+    {"name": "opt", "type": ["null", "string"]},
+    {"name": "u", "type": ["null", "int", "string", "t.Inner"]},
+    {"name": "dec", "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}},
+    {"name": "decf", "type": {"type": "fixed", "name": "D16", "size": 16, "logicalType": "decimal",
+                              "precision": 38, "scale": 4}},
+    {"name": "big", "type": {"type": "bytes", "logicalType": "decimal", "precision": 50, "scale": 3}},
+    {"name": "uid", "type": {"type": "string", "logicalType": "uuid"}},
+    {"name": "date", "type": {"type": "int", "logicalType": "date"}},
+    {"name": "tm", "type": {"type": "int", "logicalType": "time-millis"}},
+    {"name": "tu", "type": {"type": "long", "logicalType": "time-micros"}},
+    {"name": "tsm", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "tsu", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+    {"name": "tsn", "type": {"type": "long", "logicalType": "timestamp-nanos"}},
+    {"name": "ltu", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
+    {"name": "ltn", "type": {"type": "long", "logicalType": "local-timestamp-nanos"}},
+    {"name": "dur", "type": {"type": "fixed", "name": "Dur", "size": 12, "logicalType": "duration"}},
+    {"name": "unknown", "type": {"type": "string", "logicalType": "made-up"}},
+    {"name": "items", "type": {"type": "array", "items": ["int", "string"]}},
+]}
+
+
+def _strip_logical(schema):
+    if isinstance(schema, dict):
+        return {k: _strip_logical(v) for k, v in schema.items() if k not in ("logicalType", "precision", "scale")}
+    if isinstance(schema, list):
+        return [_strip_logical(s) for s in schema]
+    return schema
+
+
+def _unscaled(value: str, scale: int, size: int | None = None) -> bytes:
+    n = int(decimal.Decimal(value).scaleb(scale))
+    width = size or (n.bit_length() + 8) // 8
+    return n.to_bytes(width, "big", signed=True)
+
+
+ROWS_RAW = [
+    {"n": None, "b": True, "i": -5, "l": 2**62, "f": 1.5, "d": -2.25, "s": "héllo", "by": b"\x00\x01",
+     "fx": b"abcd", "e": "B", "arr": [1, 2, 3], "m": {"k": 7}, "rec": {"x": 1}, "opt": "o",
+     "u": ("int", 5), "dec": _unscaled("123.45", 2), "decf": _unscaled("-1.2345", 4, 16),
+     "big": _unscaled("1234567890123456789012.567", 3),
+     "uid": "1b4e28ba-2fa1-11d2-883f-0016d3cca427", "date": 19000, "tm": 3_723_004, "tu": 3_723_004_005,
+     "tsm": 1_700_000_000_123, "tsu": 1_700_000_000_123_456, "tsn": 1_700_000_000_123_456_789,
+     "ltu": 1_700_000_000_123_456, "ltn": 1_700_000_000_123_456_789,
+     "dur": struct.pack("<III", 1, 2, 3), "unknown": "u", "items": [1, "two"]},
+    {"n": None, "b": False, "i": 0, "l": 0, "f": 0.0, "d": 0.0, "s": "", "by": b"",
+     "fx": b"\x00\x00\x00\x00", "e": "C", "arr": [], "m": {}, "rec": {"x": -1}, "opt": None,
+     "u": ("t.Inner", {"x": 9}), "dec": _unscaled("0", 2), "decf": _unscaled("0", 4, 16),
+     "big": _unscaled("-1.5", 3), "uid": "00000000-0000-0000-0000-000000000000", "date": -1, "tm": 0, "tu": 0,
+     "tsm": -1, "tsu": -1, "tsn": -1, "ltu": 0, "ltn": 999, "dur": struct.pack("<III", 0, 0, 0),
+     "unknown": "", "items": []},
+    {"n": None, "b": True, "i": 1, "l": 1, "f": 1.0, "d": 1.0, "s": "s", "by": b"b", "fx": b"wxyz",
+     "e": "A", "arr": [0], "m": {"a": 1, "b": 2}, "rec": {"x": 0}, "opt": None, "u": None,
+     "dec": _unscaled("-0.01", 2), "decf": _unscaled("1", 4, 16), "big": _unscaled("0.001", 3),
+     "uid": "u", "date": 0, "tm": 1, "tu": 1, "tsm": 0, "tsu": 0, "tsn": 0, "ltu": 0, "ltn": 0,
+     "dur": struct.pack("<III", 5, 1, 1), "unknown": "x", "items": ["a"]},
+]
+
+
+def test_spark_schema_covers_every_type():
+    got = pcs.spark_schema(ALL_TYPES)
+    want = {
+        "n": "void", "b": "boolean", "i": "int", "l": "bigint", "f": "float", "d": "double", "s": "string",
+        "by": "binary", "fx": "binary", "e": "string", "arr": "array<int>", "m": "map<string,bigint>",
+        "rec": "struct<x:int>", "opt": "string", "u": "struct<int:int,string:string,Inner:struct<x:int>>",
+        "dec": "decimal(10,2)", "decf": "decimal(38,4)", "big": "string", "uid": "string", "date": "date",
+        "tm": "time(6)", "tu": "time(6)", "tsm": "timestamp", "tsu": "timestamp", "tsn": "timestamp",
+        "ltu": "timestamp_ntz", "ltn": "timestamp_ntz",
+        "dur": "struct<months:int,days:int,nanoseconds:bigint>", "unknown": "string",
+        "items": "array<struct<int:int,string:string>>",
+    }
+    got_types = {f.name: f.dataType.simpleString() for f in got.fields}
+    # TimeType's precision spelling differs between Spark versions; check the family only
+    for name in ("tm", "tu"):
+        assert got_types.pop(name).startswith("time")
+        want.pop(name)
+    assert got_types == want
+    assert all(f.nullable for f in got.fields)
+
+
+def test_every_avro_type_through_spark(spark, backend):
+    raw = _strip_logical(ALL_TYPES)
+    msgs = [wire.CONFLUENT.pack(3, body(raw, r)) for r in ROWS_RAW]
+    df = frame_of(spark, msgs)
+    out = pcs.decode(df, registry={3: ALL_TYPES})
+    rows = collect_sorted(
+        out.select(
+            "k",
+            "decoded.*",
+            F.unix_micros("decoded.tsm").alias("tsm_us"),
+            F.unix_micros("decoded.tsu").alias("tsu_us"),
+            F.unix_micros("decoded.tsn").alias("tsn_us"),
+            "decode_error",
+        )
+    )
+    assert all(r["decode_error"] is None for r in rows)
+    r0, r1, r2 = (r.asDict(recursive=True) for r in rows)
+    assert r0["n"] is None and r0["b"] is True and r0["i"] == -5 and r0["l"] == 2**62
+    assert r0["f"] == 1.5 and r0["d"] == -2.25 and r0["s"] == "héllo" and r0["by"] == b"\x00\x01"
+    assert r0["fx"] == b"abcd" and r0["e"] == "B" and r0["arr"] == [1, 2, 3] and r0["m"] == {"k": 7}
+    assert r0["rec"] == {"x": 1} and r0["opt"] == "o" and r1["opt"] is None
+    assert r0["u"] == {"int": 5, "string": None, "Inner": None}
+    assert r1["u"] == {"int": None, "string": None, "Inner": {"x": 9}}
+    assert r2["u"] is None  # the null branch
+    assert r0["dec"] == decimal.Decimal("123.45") and r2["dec"] == decimal.Decimal("-0.01")
+    assert r0["decf"] == decimal.Decimal("-1.2345")
+    assert r0["big"] == "1234567890123456789012.567" and r1["big"] == "-1.500"
+    assert r0["uid"] == "1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+    assert r0["date"] == datetime.date(1970, 1, 1) + datetime.timedelta(days=19000)
+    assert r1["date"] == datetime.date(1969, 12, 31)
+    assert r0["tm"] == datetime.time(1, 2, 3, 4000) and r0["tu"] == datetime.time(1, 2, 3, 4005)
+    assert r0["tsm_us"] == 1_700_000_000_123_000 and r0["tsu_us"] == 1_700_000_000_123_456
+    assert r0["tsn_us"] == 1_700_000_000_123_456  # nanoseconds truncated to microseconds
+    assert r1["tsm_us"] == -1000 and r1["tsu_us"] == -1
+    epoch = datetime.datetime(1970, 1, 1)
+    assert r0["ltu"] == epoch + datetime.timedelta(microseconds=1_700_000_000_123_456)
+    assert r0["ltn"] == epoch + datetime.timedelta(microseconds=1_700_000_000_123_456)
+    assert r1["ltn"] == epoch
+    assert r0["dur"] == {"months": 1, "days": 2, "nanoseconds": 3_000_000}
+    assert r2["dur"] == {"months": 5, "days": 1, "nanoseconds": 1_000_000}
+    assert r0["unknown"] == "u"
+    assert r0["items"] == [{"int": 1, "string": None}, {"int": None, "string": "two"}]
+    assert r2["items"] == [{"int": None, "string": "a"}]
+
+
+# -- type conversion without Spark ----------------------------------------------------------------------
+
+
+def test_union_conversion_of_a_slice():
+    u = pa.UnionArray.from_dense(
+        pa.array([0, 1, 2, 1, 0], pa.int8()),
+        pa.array([0, 0, 0, 1, 1], pa.int32()),
+        [pa.nulls(2), pa.array([10, 20]), pa.array(["a"])],
+        ["null", "int", "string"],
+    )
+    target, fn = pcs.spark_arrow_type(u.type)
+    assert target == pa.struct([pa.field("int", pa.int64()), pa.field("string", pa.string())])
+    assert fn(u).to_pylist() == [None, {"int": 10, "string": None}, {"int": None, "string": "a"},
+                                 {"int": 20, "string": None}, None]
+    assert fn(u.slice(2)).to_pylist() == [{"int": None, "string": "a"}, {"int": 20, "string": None}, None]
+
+
+def test_nested_conversion_of_slices():
+    values = pa.array([{"k": [("a", pa.scalar(1, pa.time32("ms")))]}, None, {"k": [("b", None), ("c", 5)]}],
+                      pa.struct([pa.field("k", pa.map_(pa.string(), pa.time32("ms")))]))
+    target, fn = pcs.spark_arrow_type(values.type)
+    assert target == pa.struct([pa.field("k", pa.map_(pa.string(), pa.time64("ns")))])
+    out = fn(values.slice(1))
+    assert out.type == target
+    assert out.to_pylist() == [None, {"k": [("b", None), ("c", datetime.time(0, 0, 0, 5000))]}]
+    lists = pa.array([[1], None, [2, 3]], pa.list_(pa.time32("ms"))).slice(1)
+    _, lfn = pcs.spark_arrow_type(lists.type)
+    assert lfn(lists).to_pylist() == [None, [datetime.time(0, 0, 0, 2000), datetime.time(0, 0, 0, 3000)]]
+    iv = pa.array([pa.MonthDayNano([1, 2, 3]), None, pa.MonthDayNano([-1, 0, 7])], pa.month_day_nano_interval())
+    _, ifn = pcs.spark_arrow_type(iv.type)
+    assert ifn(iv.slice(1)).to_pylist() == [None, {"months": -1, "days": 0, "nanoseconds": 7}]
+    dec = pa.array([decimal.Decimal("1.5"), None], pa.decimal256(40, 2))
+    assert pcs.to_spark_arrow(dec).to_pylist() == ["1.50", None]
+
+
+# -- registries on the executors ------------------------------------------------------------------------
+
+
+def test_registry_specs(tmp_path):
+    assert pcs.registry_spec({1: V1}).kind == "none"
+    assert pcs.registry_spec(LocalRegistry(":memory:")).kind == "none"
+    local = pcs.registry_spec(LocalRegistry(tmp_path / "r.db"))
+    assert local.kind == "local" and local.location == str(tmp_path / "r.db")
+    client = ConfluentRegistry("http://127.0.0.1:1", auth=("user", "s3cret"), retries=1)
+    spec = pcs.registry_spec(client)
+    assert dict(spec.options)["auth"] == ("user", "s3cret") and "s3cret" not in repr(spec)
+    rebuilt = spec.build()
+    assert rebuilt.url == client.url and rebuilt.retries == 1
+    token = pcs.registry_spec(ConfluentRegistry("http://127.0.0.1:1", token="tok"))
+    assert dict(token.options)["token"] == "tok"
+    with pytest.raises(TypeError, match="RegistrySpec"):
+        pcs.registry_spec(object())
+
+
+def test_executor_fetches_each_new_id_once_per_process(spark, tmp_path):
+    server_mod = pytest.importorskip("pulsar_codec.registry.server")
+    store = LocalRegistry(tmp_path / "served.db")
+    sid = store.register("users-value", json.dumps(V1))
+    faults = server_mod.Faults()
+    msgs = [wire.CONFLUENT.pack(sid, body(V1, {"id": i, "name": str(i)})) for i in range(400)]
+    tasks = 16
+    with server_mod.serve(store, auth=("reader", "pw"), faults=faults) as server:
+        client = ConfluentRegistry(server.url, auth=("reader", "pw"))
+        df = frame_of(spark, msgs, partitions=tasks)
+        df.cache().count()
+        before = faults.requests
+        # prefetch=False: the driver resolves nothing, every executor process meets the id first
+        out = pcs.decode(df, registry=client, reader_schema=V1, prefetch=False)
+        for _ in range(2):
+            assert out.where(F.col("decode_error").isNull()).count() == 400
+        assert sorted(r["decoded"]["id"] for r in out.collect()) == list(range(400))
+        requests = faults.requests - before
+        stats = pcs.executor_stats(spark, tasks=64)
+        df.unpersist()
+        client.close()
+    spec_name = repr(pcs.registry_spec(client))
+    fetched = [reg["fetched"].get(str(sid), 0) for s in stats for reg in s["registries"] if reg["spec"] == spec_name]
+    assert fetched and max(fetched) == 1  # never twice in one process
+    # 3 jobs x 16 tasks decoded the column; only the first batch of each worker process asked
+    assert 1 <= sum(fetched) <= requests <= len(stats) < 3 * tasks
+    store.close()
+
+
+def test_memory_registry_works_only_for_driver_resolved_ids(spark):
+    reg = LocalRegistry(":memory:")
+    sid = reg.register("users-value", json.dumps(V1))
+    msgs = [wire.CONFLUENT.pack(sid, body(V1, {"id": 1, "name": "a"}))]
+    out = pcs.decode(frame_of(spark, msgs), registry=reg)
+    assert as_dict(out.collect()[0]["decoded"]) == {"id": 1, "name": "a"}
+    lazy = pcs.decode(frame_of(spark, msgs), registry=reg, reader_schema=V1, prefetch=False)
+    with pytest.raises(PythonException, match="not resolved on the driver"):
+        lazy.collect()
+    # subjects=[...] ships every version without the pre-pass
+    eager = pcs.decode(frame_of(spark, msgs), registry=reg, subjects=["users-value"], prefetch=False)
+    assert as_dict(eager.collect()[0]["decoded"]) == {"id": 1, "name": "a"}
+    reg.close()
+
+
+def test_session_defaults(spark):
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.driver.host") == "127.0.0.1"
+    assert conf.get("spark.ui.enabled") == "false"
