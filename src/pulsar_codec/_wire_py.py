@@ -57,6 +57,10 @@ def _read_zigzag(buf, pos: int, end: int):
 def unframe(data, offsets, validity, kind: int, buffer_index: int, views=True):
     """Split the prefixes of one chunk.
 
+    The protocols whose prefix size follows from its first byte (all but the Protobuf variants)
+    are parsed with numpy, all rows at once; the Protobuf variants walk the message-index varints
+    row by row. Both paths report the first bad message exactly as the compiled twin does.
+
     Parameters
     ----------
     data : bytes-like
@@ -82,10 +86,17 @@ def unframe(data, offsets, validity, kind: int, buffer_index: int, views=True):
         int64[m] for the Protobuf variants, else None; ``views`` uint8[16n] Arrow binary views of
         the payloads (meaningful for the messages before the error, if any).
     """
+    if kind not in (KIND_CONFLUENT_PROTOBUF, KIND_CONFLUENT_GUID_PROTOBUF):
+        return _unframe_vectorised(data, offsets, validity, kind, buffer_index, views)
+    return _unframe_rows(data, offsets, validity, kind, buffer_index, views)
+
+
+def _unframe_rows(data, offsets, validity, kind: int, buffer_index: int, views=True):
+    """Row-by-row :func:`unframe` (any protocol; used for the Protobuf variants)."""
     buf = memoryview(data).cast("B")
     n = len(offsets) - 1
-    offs = offsets.tolist()
-    valid = None if validity is None else validity.tolist()
+    offs = np.asarray(offsets).tolist()
+    valid = None if validity is None else np.asarray(validity).tolist()
     ids = [0] * n
     starts = [0] * n
     guid = kind in (KIND_CONFLUENT_GUID, KIND_CONFLUENT_GUID_PROTOBUF)
@@ -281,6 +292,88 @@ def binary_views(data, starts, ends, validity, buffer_index: int):
 
 
 _FIXED_PREFIX = {KIND_CONFLUENT: (0, 5), KIND_CONFLUENT_GUID: (1, 17), KIND_APICURIO: (0, 9), KIND_APICURIO_V3: (0, 5)}
+
+
+# Hortonworks: bytes after the protocol byte, by protocol byte 0..4 (-1: unknown protocol)
+_HW_NEED = np.array([4, 12, 8, 4, 4, -1], dtype=np.int64)
+
+
+def _be_int(cols, signed: bool):
+    """Big-endian integers from an (n, width) uint8 matrix (width 4 or 8)."""
+    width = cols.shape[1]
+    dtype = (">i" if signed else ">u") + str(width)
+    return np.ascontiguousarray(cols).view(dtype).reshape(-1).astype(np.int64)
+
+
+def _unframe_vectorised(data, offsets, validity, kind: int, buffer_index: int, views=True):
+    """:func:`unframe` for the prefixes whose size follows from the first byte, with numpy."""
+    offs = np.asarray(offsets, dtype=np.int64)
+    n = len(offs) - 1
+    buf = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(1, dtype=np.uint8)
+    starts0, ends = offs[:-1], offs[1:]
+    sizes = ends - starts0
+    valid = np.ones(n, dtype=bool) if validity is None else np.asarray(validity, dtype=bool)
+    last = len(buf) - 1
+    first = np.where(sizes > 0, buf[np.minimum(starts0, last)], 0).astype(np.int64)
+    if kind == KIND_HORTONWORKS:
+        need = _HW_NEED[np.minimum(first, 5)]
+        unknown = valid & (sizes > 0) & (need < 0)
+        short = valid & (sizes > 0) & (need >= 0) & (sizes < 1 + need)
+        bad = valid & ((sizes == 0) | unknown | short)
+        prefix = 1 + np.maximum(need, 0)
+    else:
+        magic, width = _FIXED_PREFIX[kind]
+        wrong = valid & (sizes > 0) & (first != magic)
+        short = valid & (sizes > 0) & ~wrong & (sizes < width)
+        unknown = wrong
+        bad = valid & ((sizes == 0) | wrong | short)
+        prefix = np.full(n, width, dtype=np.int64)
+    if bad.any():
+        i = int(np.argmax(bad))
+        size = int(sizes[i])
+        if size == 0:
+            error = (_EMPTY, i, 0, 0)
+        elif unknown[i]:
+            error = (_UNKNOWN_PROTOCOL if kind == KIND_HORTONWORKS else _BAD_MAGIC, i, 0, int(first[i]))
+        else:
+            error = (_SHORT_PREFIX, i, size, size)
+        # like the compiled twin, the outputs still describe the rows before the bad one
+        valid = valid.copy()
+        valid[i:] = False
+    else:
+        error = None
+    # the id bytes of every row (rows shorter than the widest prefix read clipped garbage that
+    # is never used: each row only takes the bytes its own prefix covers)
+    span = 16 if kind == KIND_CONFLUENT_GUID else 12
+    cols = buf[np.minimum(starts0[:, None] + 1 + np.arange(span), last)]
+    guids = versions = protocols = None
+    if kind == KIND_CONFLUENT:
+        ids = _be_int(cols[:, :4], signed=False)
+    elif kind == KIND_APICURIO_V3:
+        ids = _be_int(cols[:, :4], signed=True)
+    elif kind == KIND_APICURIO:
+        ids = _be_int(cols[:, :8], signed=True)
+    elif kind == KIND_CONFLUENT_GUID:
+        ids = np.zeros(n, dtype=np.int64)
+        guids = np.where(valid[:, None], cols, 0).astype(np.uint8).reshape(-1)
+    else:  # Hortonworks
+        wide = (first == 1) | (first == 2)
+        ids = np.where(wide, _be_int(cols[:, :8], signed=True), _be_int(cols[:, :4], signed=True))
+        versions = np.where(valid & (first == 1), _be_int(cols[:, 8:12], signed=True), 0).astype(np.int32)
+        protocols = np.where(valid, first, 0).astype(np.uint8)
+    ids = np.where(valid, ids, 0)
+    starts = np.where(valid, starts0 + prefix, ends)
+    return (
+        error,
+        ids,
+        guids,
+        versions,
+        protocols,
+        starts,
+        None,
+        None,
+        binary_views(data, starts, ends, valid, buffer_index) if views else None,
+    )
 
 
 def distinct_ids(data, offsets, validity, kind: int, limit: int):
