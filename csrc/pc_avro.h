@@ -138,11 +138,28 @@ static const uint8_t *pc_avarint_slow(pc_actx *c, const uint8_t *p, const uint8_
     PC_FAIL(PC_AVRO_VARINT_TOO_LONG, start, 0);
 }
 
-/* With 10 or more bytes left no bounds check is needed inside the varint: decode inline. */
+/* With 10 or more bytes left no bounds check is needed inside the varint: decode inline. Varints of
+ * up to 8 bytes (values below 2**56) are decoded without a branch per byte: find the last byte from
+ * the continuation bits of one 8-byte load, then squeeze out the 7-bit groups in three steps
+ * (varint lengths vary from value to value, so a byte loop mispredicts its exit). */
 static inline const uint8_t *pc_avarint_fast(const uint8_t *p, int64_t *out)
 {
     uint64_t acc = 0;
     int i;
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t w, stop;
+    memcpy(&w, p, 8);
+    stop = ~w & 0x8080808080808080ULL;
+    if (PC_LIKELY(stop != 0)) {
+        int nbits = __builtin_ctzll(stop) + 1; /* through the last byte's high bit */
+        uint64_t x = nbits == 64 ? w : (w & ((1ULL << nbits) - 1));
+        x = ((x & 0x7f007f007f007f00ULL) >> 1) | (x & 0x007f007f007f007fULL);
+        x = ((x & 0x3fff00003fff0000ULL) >> 2) | (x & 0x00003fff00003fffULL);
+        x = ((x & 0x0fffffff00000000ULL) >> 4) | (x & 0x000000000fffffffULL);
+        *out = (int64_t)(x >> 1) ^ -(int64_t)(x & 1);
+        return p + (nbits >> 3);
+    }
+#endif
     for (i = 0; i < 10; i++) {
         uint8_t b = p[i];
         acc |= (uint64_t)(b & 0x7f) << (7 * i);
@@ -240,6 +257,30 @@ static inline int pc_decimal(const uint8_t *src, int64_t len, uint8_t *dst, int6
     for (i = 0; i < len; i++) dst[i] = src[len - 1 - i];
     for (; i < width; i++) dst[i] = sign;
     return 1;
+}
+
+/* Copy n bytes where n is usually small (names, map keys): overlapping fixed-size moves instead of a
+ * libc call; never touches bytes outside [src, src + n) or [dst, dst + n). */
+static inline void pc_copy(uint8_t *dst, const uint8_t *src, int64_t n)
+{
+    if (n > 16) {
+        memcpy(dst, src, (size_t)n);
+    } else if (n >= 8) {
+        uint64_t a, b;
+        memcpy(&a, src, 8);
+        memcpy(&b, src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    } else if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, src, 4);
+        memcpy(&b, src + n - 4, 4);
+        memcpy(dst, &a, 4);
+        memcpy(dst + n - 4, &b, 4);
+    } else {
+        int64_t i;
+        for (i = 0; i < n; i++) dst[i] = src[i];
+    }
 }
 
 static inline uint32_t pc_le32(const uint8_t *p)
@@ -406,7 +447,7 @@ static const uint8_t *pc_arun(pc_actx *c, const pc_plan *pl, int32_t oi, const u
         if (PC_UNLIKELY(s->dlen + n > INT32_MAX)) PC_FAIL(PC_AVRO_OUTPUT_TOO_LARGE, st, s->dlen + n); \
         PC_RESERVE(&s->b2, s->dlen + n);                                                       \
         PC_RESERVE(&s->b1, (s->length + 2) * 4);                                               \
-        memcpy(s->b2.p + s->dlen, p, (size_t)n);                                               \
+        pc_copy(s->b2.p + s->dlen, p, n);                                                      \
         p += n;                                                                                \
         s->dlen += n;                                                                          \
         ((int32_t *)s->b1.p)[s->length + 1] = (int32_t)s->dlen;                                \
@@ -439,6 +480,7 @@ static const uint8_t *pc_ablocks(pc_actx *c, const pc_plan *pl, const pc_op *op,
     int skipping = op->code == O_SK_ARRAY || op->code == O_SK_MAP;
     int is_map = op->code == O_MAP || op->code == O_SK_MAP;
     int32_t item = pl->kids[op->first];
+    const pc_op *item_op = pl->ops + item;
     int64_t min_size = op->arg;
     pc_slot *key = (is_map && !skipping) ? S + op->arg2 : NULL;
     for (;;) {
@@ -480,15 +522,23 @@ static const uint8_t *pc_ablocks(pc_actx *c, const pc_plan *pl, const pc_op *op,
                     if (key->dlen + n > INT32_MAX) PC_FAIL(PC_AVRO_OUTPUT_TOO_LARGE, ks, key->dlen + n);
                     PC_RESERVE(&key->b2, key->dlen + n);
                     PC_RESERVE(&key->b1, (key->length + 2) * 4);
-                    memcpy(key->b2.p + key->dlen, p, (size_t)n);
+                    pc_copy(key->b2.p + key->dlen, p, n);
                     key->dlen += n;
                     ((int32_t *)key->b1.p)[key->length + 1] = (int32_t)key->dlen;
                     key->length++;
                 }
                 p += n;
             }
-            p = pc_arun(c, pl, item, p, end);
-            if (p == NULL) return NULL;
+            {
+                /* leaf items (ints, strings, ...) are decoded here, without a call per item */
+                const pc_op *op = item_op;
+                switch (op->code) {
+                PC_LEAF_CASES
+                default:
+                    p = pc_arun(c, pl, item, p, end);
+                    if (p == NULL) return NULL;
+                }
+            }
         }
     }
     if (!skipping) {
@@ -507,6 +557,7 @@ static const uint8_t *pc_arun(pc_actx *c, const pc_plan *pl, int32_t oi, const u
 {
     const pc_op *op = pl->ops + oi;
     pc_slot *S = c->slots;
+dispatch:
     switch (op->code) {
     PC_LEAF_CASES
     case O_RECORD: {
@@ -638,7 +689,8 @@ static const uint8_t *pc_arun(pc_actx *c, const pc_plan *pl, int32_t oi, const u
         if (k < 0 || k >= op->arg) PC_FAIL(PC_AVRO_BAD_UNION_INDEX, st, k);
         ki = pl->kids[op->first + k];
         if (pl->ops[ki].code == O_BRANCH_ERR) PC_FAIL(PC_AVRO_UNRESOLVED_UNION_BRANCH, st, k);
-        return pc_arun(c, pl, ki, p, end);
+        op = pl->ops + ki; /* the branch's op runs in this frame: no call per union value */
+        goto dispatch;
     }
     case O_SELECT: {
         pc_slot *u = S + op->slot;
@@ -689,6 +741,29 @@ static const uint8_t *pc_arun(pc_actx *c, const pc_plan *pl, int32_t oi, const u
     default:
         return pc_aoom(c); /* unreachable: plans come from plan.py */
     }
+    return p;
+}
+
+/* One row of the top-level record, inlined into the row loop so the per-row call and the
+ * interpreter's frame set-up are saved for the common flat fields. */
+static inline const uint8_t *pc_arow(pc_actx *c, const pc_plan *pl, const uint8_t *p, const uint8_t *end)
+{
+    const pc_op *root = pl->ops;
+    pc_slot *S = c->slots;
+    pc_slot *rec = S + root->slot;
+    int32_t j;
+    for (j = 0; j < root->count; j++) {
+        int32_t ki = pl->kids[root->first + j];
+        const pc_op *op = pl->ops + ki;
+        switch (op->code) {
+        PC_LEAF_CASES
+        default:
+            p = pc_arun(c, pl, ki, p, end);
+            if (p == NULL) return NULL;
+        }
+    }
+    PC_VALID1(rec);
+    rec->length++;
     return p;
 }
 
@@ -745,7 +820,7 @@ static int pc_avro_decode(pc_slot *S, const pc_plan *plans, const int32_t *plan_
             end = buf + offs32[i + 1];
         }
         ctx.budget = PC_AVRO_ZERO_ITEMS;
-        p = pc_arun(&ctx, pl, 0, ctx.msg, end);
+        p = pl->ops[0].code == O_RECORD ? pc_arow(&ctx, pl, ctx.msg, end) : pc_arun(&ctx, pl, 0, ctx.msg, end);
         if (PC_UNLIKELY(p != end)) {
             if (p != NULL) {
                 ctx.code = PC_AVRO_TRAILING_BYTES;

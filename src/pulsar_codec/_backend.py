@@ -25,7 +25,7 @@ from typing import Iterator
 __all__ = ["Backend", "DOMAINS", "active", "use", "get", "compiled_available", "compiled_import_error"]
 
 # Kernel domains; each has a _<domain>_c and a _<domain>_py module.
-DOMAINS: tuple[str, ...] = ("wire", "keyvalue", "avro", "primitives")
+DOMAINS: tuple[str, ...] = ("wire", "keyvalue", "avro", "primitives", "avro_encode")
 
 
 def _flag(name: str) -> bool:

@@ -89,7 +89,7 @@ def _key(node: Schema) -> str:
 
 
 _PREFIX_SIZE = {wire.CONFLUENT.kind: 5, wire.CONFLUENT_GUID.kind: 17, wire.APICURIO.kind: 9, wire.APICURIO_V3.kind: 5}
-_GUID_KEY = np.dtype([("hi", ">u8"), ("lo", ">u8")])
+_GUID_KEY = np.dtype([("hi", "<u8"), ("lo", "<u8")])
 _HW_KEY = np.dtype([("meta", "u1"), ("id", "<i8"), ("version", "<i4")])
 
 
@@ -155,7 +155,11 @@ def _row_keys(protocol, ids, guids, versions, protos) -> np.ndarray:
     """One sortable registry key per row: int64 ids, GUIDs as two big-endian words, Hortonworks
     rows as (is protocol 1, id, version)."""
     if guids is not None:
-        return guids.view(_GUID_KEY)
+        words = guids.view(">u8").reshape(-1, 2)  # big-endian words sort like the GUID bytes
+        keys = np.empty(len(words), dtype=_GUID_KEY)
+        keys["hi"] = words[:, 0]
+        keys["lo"] = words[:, 1]
+        return keys
     if protos is not None and (protos == 1).any():
         keys = np.zeros(len(ids), dtype=_HW_KEY)
         keys["meta"] = protos == 1
@@ -170,8 +174,8 @@ def _registry_key(key: Any) -> Any:
     if isinstance(key, (bytes, bytearray)):
         return uuid.UUID(bytes=bytes(key))
     if isinstance(key, np.void):
-        if key.dtype == _GUID_KEY:
-            return uuid.UUID(bytes=key.tobytes())
+        if key.dtype.names == _GUID_KEY.names:
+            return uuid.UUID(int=(int(key["hi"]) << 64) | int(key["lo"]))
         if key["meta"]:
             return (int(key["id"]), int(key["version"]))
         return int(key["id"])
