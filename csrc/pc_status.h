@@ -16,6 +16,7 @@ typedef enum {
     PC_WIRE_VARINT_TOO_LONG = 5,
     PC_WIRE_TRUNCATED_INDEXES = 6,
     PC_WIRE_EMPTY = 7,
+    PC_WIRE_BAD_HEADER_LENGTH = 8,
     /* Pulsar KeyValue */
     PC_KV_TRUNCATED_LENGTH = 20,
     PC_KV_NEGATIVE_LENGTH = 21,

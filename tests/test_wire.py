@@ -76,8 +76,10 @@ def test_header_values(backend):
     assert wire.HORTONWORKS.pack(7, b"") == h("03 00 00 00 07")
     assert wire.apicurio_header_value(3) == h("00 00 00 00 00 00 00 03")
     assert wire.apicurio_header_id(h("00 00 00 00 00 00 00 03")) == 3
-    with pytest.raises(errors.WireFormatError):
+    with pytest.raises(errors.WireFormatError, match=r"^Apicurio id header value of 2 bytes, expected 8 \(message 0, byte 0\)$"):
         wire.apicurio_header_id(h("00 03"))
+    with pytest.raises(errors.WireFormatError, match="of 9 bytes"):
+        wire.apicurio_header_id(h("00 00 00 00 00 00 00 00 03"))
 
 
 def test_pulsar_schema_id_magic():

@@ -130,6 +130,7 @@ class ErrorCode(enum.IntEnum):
     WIRE_VARINT_TOO_LONG = 5
     WIRE_TRUNCATED_INDEXES = 6
     WIRE_EMPTY = 7
+    WIRE_BAD_HEADER_LENGTH = 8
     # Pulsar KeyValue payloads and ids: 20-29
     KV_TRUNCATED_LENGTH = 20
     KV_NEGATIVE_LENGTH = 21
@@ -183,6 +184,7 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
     ErrorCode.WIRE_VARINT_TOO_LONG: (WireFormatError, "varint in the message-index array is longer than 10 bytes"),
     ErrorCode.WIRE_TRUNCATED_INDEXES: (WireFormatError, "message-index array is truncated"),
     ErrorCode.WIRE_EMPTY: (WireFormatError, "empty message has no {protocol} prefix"),
+    ErrorCode.WIRE_BAD_HEADER_LENGTH: (WireFormatError, "{protocol} header value of {detail} bytes, expected {expected}"),
     ErrorCode.KV_TRUNCATED_LENGTH: (
         KeyValueFormatError,
         "truncated {part} length: {detail} bytes left, 4 needed",

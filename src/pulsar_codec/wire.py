@@ -511,5 +511,5 @@ def apicurio_header_id(value: bytes) -> int:
     """Read an Apicurio id header (always an 8-byte big-endian long, in v2 and v3)."""
     value = bytes(value)
     if len(value) != 8:
-        raise_for(ErrorCode.WIRE_SHORT_PREFIX, 0, len(value), len(value), protocol="8-byte Apicurio header")
+        raise_for(ErrorCode.WIRE_BAD_HEADER_LENGTH, 0, 0, len(value), protocol="Apicurio id", expected=8)
     return int.from_bytes(value, "big", signed=True)
