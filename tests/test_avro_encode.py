@@ -163,6 +163,45 @@ def test_timestamps_dates_and_times_are_rescaled(both_backends):
     assert [r["t"] for r in rows] == [1000, 0, 86_399_999]
 
 
+def _logical(name, typ):
+    return {"type": "record", "name": "T", "fields": [{"name": "v", "type": {"type": typ, "logicalType": name}}]}
+
+
+def test_rescale_overflow_is_an_error_not_a_wrapped_value(both_backends):
+    # 9999-12-31 in microseconds is past int64 in nanoseconds: the multiplication used to wrap
+    # silently (the body then decoded as 1816-03-29)
+    enc = avro.Encoder(_logical("timestamp-nanos", "long"))
+    batch = pa.record_batch({"v": pa.array([datetime.datetime(2020, 1, 1), datetime.datetime(9999, 12, 31)], pa.timestamp("us"))})
+    for res in (both(enc, batch, both_backends), outcome(lambda: row_path(enc, batch))):
+        assert res[0] == "error" and res[1] is EncodeError and res[3] == 1, res
+        assert "timestamp-nanos" in res[2]
+    # nulls and in-range values still take the columnar path and round-trip
+    ok = pa.record_batch({"v": pa.array([datetime.datetime(2020, 1, 1), None], pa.timestamp("us"))})
+    assert avro.Decoder(enc.schema).decode(both(enc, ok, both_backends)[1]).column(0).cast(pa.int64()).to_pylist() == [
+        1_577_836_800 * 10**9, None]
+    # beyond what datetime can hold: still an EncodeError, never an OverflowError
+    far = pa.record_batch({"v": pa.array([2**62], pa.timestamp("s"))})
+    assert both(avro.Encoder(_logical("timestamp-millis", "long")), far, both_backends)[0] == "error"
+
+
+@pytest.mark.parametrize(
+    "logical, column",
+    [
+        ("date", pa.array([0, 2**40], pa.int64())),
+        ("time-millis", pa.array([0, 10**16], pa.time64("ns"))),
+        ("time-millis", pa.array([0, 2**31 - 1], pa.time32("s"))),
+    ],
+)
+def test_int_based_logical_types_stay_in_the_int_range(both_backends, logical, column):
+    # date and time-millis are Avro ints: a 64-bit varint is a body no reader accepts
+    enc = avro.Encoder(_logical(logical, "int"))
+    batch = pa.record_batch({"v": column})
+    res = both(enc, batch, both_backends)
+    assert res[0] == "error" and res[3] == 1, res
+    if logical == "date":  # (pyarrow's to_pylist folds times past a day into the day first)
+        assert outcome(lambda: row_path(enc, batch))[0] == "error"
+
+
 @pytest.mark.parametrize("fixed", [False, True])
 def test_decimals(both_backends, fixed):
     dec = {"type": "bytes", "logicalType": "decimal", "precision": 30, "scale": 2}

@@ -94,6 +94,28 @@ def test_on_error_null_reports_wire_and_avro_errors(backend):
     assert e.value.index == 1
 
 
+def test_on_error_null_many_bad_prefixes_stays_linear(backend, monkeypatch):
+    # after each bad prefix the wire kernel resumes; it must not be handed the whole rest of the
+    # batch every time (n bad rows made that O(n^2): minutes for a few hundred thousand rows)
+    good = framed(1, V1, {"id": 5, "name": "ok"})
+    n = 3000
+    bad_rows = set(range(0, 1000)) | set(range(1000, n, 7))  # a run of bad rows, then scattered
+    msgs = [b"\x07garbage" if i in bad_rows else (None if i % 11 == 0 else good) for i in range(n)]
+    walked = []
+    real = backend.wire.unframe
+
+    def counting(data, offsets, *args, **kwargs):
+        walked.append(len(offsets) - 1)
+        return real(data, offsets, *args, **kwargs)
+
+    monkeypatch.setattr(backend.wire, "unframe", counting)
+    res = pc.decode(pa.array(msgs, pa.binary()), REGISTRY, on_error="null")
+    assert sum(walked) <= 200 * n
+    assert res.errors.column("index").to_pylist() == sorted(bad_rows)
+    expected = [None if (i in bad_rows or i % 11 == 0) else 5 for i in range(n)]
+    assert res.batch.column("id").to_pylist() == expected
+
+
 def test_chunked_and_view_inputs(backend):
     msgs = [framed(1, V1, {"id": i, "name": "n" * i}) for i in range(6)]
     chunked = pa.chunked_array([pa.array(msgs[:2], pa.binary()), pa.array(msgs[2:], pa.binary())])

@@ -362,6 +362,10 @@ BULK_OUT_OF_RANGE = [
     ("INSTANT", struct.pack(">qi", -9_223_372_037, 145_224_191), -9_223_372_037),
     ("LOCAL_DATE_TIME", struct.pack(">qq", 106_752, 0), 106_752),
     ("LOCAL_DATE_TIME", struct.pack(">qq", -106_752, 0), -106_752),
+    # the smallest int64 seconds / days (np.abs wraps it to itself: the pure twin once let it through)
+    ("INSTANT", struct.pack(">qi", -(2**63), 0), -(2**63)),
+    ("INSTANT", struct.pack(">qi", -(2**63), -(2**31)), -(2**63)),
+    ("LOCAL_DATE_TIME", struct.pack(">qq", -(2**63), 0), -(2**63)),
     ("LOCAL_DATE", struct.pack(">q", 2**31), 2**31),
     ("LOCAL_DATE", struct.pack(">q", -(2**31) - 1), -(2**31) - 1),
 ]

@@ -304,6 +304,28 @@ def test_closed_registry_refuses_work(tmp_path):
         reg.register("s", V1)
 
 
+def test_file_that_is_not_a_database_leaks_no_connection(tmp_path, monkeypatch):
+    # the connection opened before "file is not a database" surfaces must be closed, not left to
+    # the garbage collector (Python 3.13 warns about unclosed SQLite connections)
+    path = tmp_path / "not-a-db.db"
+    path.write_bytes(b"this is not an SQLite database, only some text long enough for a header" * 2)
+    opened = []
+    real_connect = sqlite3.connect
+
+    def connect(*args, **kwargs):
+        conn = real_connect(*args, **kwargs)
+        opened.append(conn)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    with pytest.raises(RegistryError, match="not a database"):
+        LocalRegistry(path)
+    assert opened
+    for conn in opened:
+        with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+            conn.execute("SELECT 1")
+
+
 # --------------------------------------------------------------------------------------------
 # failed writes leave the database as it was
 

@@ -91,6 +91,8 @@ def _key(node: Schema) -> str:
 _PREFIX_SIZE = {wire.CONFLUENT.kind: 5, wire.CONFLUENT_GUID.kind: 17, wire.APICURIO.kind: 9, wire.APICURIO_V3.kind: 5}
 _GUID_KEY = np.dtype([("hi", "<u8"), ("lo", "<u8")])
 _HW_KEY = np.dtype([("meta", "u1"), ("id", "<i8"), ("version", "<i4")])
+# rows the wire kernel is first handed again after a bad prefix (see _unframe_parts)
+_RESUME_WINDOW = 64
 
 
 def _wide(chunk: Chunk) -> Chunk:
@@ -102,8 +104,8 @@ def _wide(chunk: Chunk) -> Chunk:
 def _unframe_parts(chunk: Chunk, protocol, keep_going: bool, wire_errors: list):
     """Schema-id fields and payload starts of one chunk: ``(ids, guids, versions, protocols, starts,
     valid)`` (guids / versions / protocols None when the protocol has none). With keep_going, a bad
-    prefix makes its row null and the wire kernel resumes after it (each call walks only the rest,
-    so this stays O(n))."""
+    prefix makes its row null and the wire kernel resumes after it on a window of rows that doubles
+    while the rows are clean, so the kernel walks O(n) rows in all, however many rows are bad)."""
     kernels = _backend.active().wire
     chunk = _wide(chunk)
     n = chunk.length
@@ -117,13 +119,23 @@ def _unframe_parts(chunk: Chunk, protocol, keep_going: bool, wire_errors: list):
     starts = chunk.offsets[1:].copy()
     valid = np.ones(n, dtype=bool) if chunk.validity is None else chunk.validity.copy()
     lo = 0
+    hi = n
+    window = _RESUME_WINDOW
     while lo < n:
         if lo:
+            # resume on a window of rows, doubled after every clean window: handing the kernel the
+            # whole rest after each bad row would make a batch of bad rows cost O(n^2)
+            hi = min(n, lo + window)
             result = kernels.unframe(
-                chunk.data, chunk.offsets[lo:], None if chunk.validity is None else valid[lo:], protocol.kind, 0, False
+                chunk.data,
+                chunk.offsets[lo : hi + 1],
+                None if chunk.validity is None else valid[lo:hi],
+                protocol.kind,
+                0,
+                False,
             )
         error = result[0]
-        stop = n if error is None else lo + error[1]
+        stop = hi if error is None else lo + error[1]
         ids[lo:stop] = result[1][: stop - lo]
         if guids is not None:
             guids[16 * lo : 16 * stop] = result[2][: 16 * (stop - lo)]
@@ -132,7 +144,9 @@ def _unframe_parts(chunk: Chunk, protocol, keep_going: bool, wire_errors: list):
             protos[lo:stop] = result[4][: stop - lo]
         starts[lo:stop] = result[5][: stop - lo]
         if error is None:
-            break
+            lo = hi
+            window *= 2
+            continue
         code, index, offset, detail = error
         row = chunk.row + lo + index
         if not keep_going:
@@ -142,6 +156,7 @@ def _unframe_parts(chunk: Chunk, protocol, keep_going: bool, wire_errors: list):
         valid[stop] = False
         starts[stop] = chunk.offsets[stop + 1]
         lo = stop + 1
+        window = _RESUME_WINDOW
     return ids, guids, versions, protos, starts, (None if valid.all() else valid)
 
 

@@ -159,7 +159,9 @@ def _combine(out, take, hi, lo, scale, hi_offset, lo_check):
     if lo_check is not None:
         lo_bad = (lo < lo_check[1]) | (lo >= lo_check[2])
     # rows whose product is certainly representable; the rest are checked with Python ints
-    safe = np.abs(hi) <= (_I64_MAX // scale) - 3
+    # (a two-sided bound: np.abs of the smallest int64 wraps to itself and would pass as safe)
+    bound = (_I64_MAX // scale) - 3
+    safe = (hi >= -bound) & (hi <= bound)
     hi_bad = np.zeros(len(hi), dtype=bool)
     for j in np.flatnonzero(~safe & ~lo_bad):
         value = int(hi[j]) * scale + int(lo[j])

@@ -43,11 +43,19 @@ _pack_d = struct.Struct("<d").pack
 
 
 def _zz(out: bytearray, n: int) -> None:
+    if not -(1 << 63) <= n < (1 << 63):  # masking would silently write another number
+        raise OverflowError(f"{n} does not fit an Avro long")
     v = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
     while v >= 0x80:
         out.append((v & 0x7F) | 0x80)
         v >>= 7
     out.append(v)
+
+
+def _zz_int(out: bytearray, n: int) -> None:
+    if not -(1 << 31) <= n < (1 << 31):
+        raise OverflowError(f"{n} does not fit an Avro int")
+    _zz(out, n)
 
 
 def _since_epoch(v: Any, unit: int, tz: bool) -> int:
@@ -166,8 +174,10 @@ def _writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # noq
             out += data
 
         return w_dec
+    # date and time-millis annotate an Avro int: a value past 32 bits is not a valid encoding
+    zz = _zz_int if t == "int" else _zz
     if lt == "date":
-        return _guarded(lambda v, out: _zz(out, (v - _EPOCH_DATE).days if isinstance(v, datetime.date) else int(v)), path, lt)
+        return _guarded(lambda v, out: zz(out, (v - _EPOCH_DATE).days if isinstance(v, datetime.date) else int(v)), path, lt)
     if lt in ("time-millis", "time-micros"):
         unit = 1000 if lt == "time-millis" else 1_000_000
 
@@ -175,7 +185,7 @@ def _writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # noq
             if isinstance(v, datetime.time):
                 us = ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
                 v = us * unit // 1_000_000
-            _zz(out, int(v))
+            zz(out, int(v))
 
         return _guarded(w_time, path, lt)
     if lt and "timestamp" in lt:
@@ -350,9 +360,13 @@ def _binary(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return data, offs.astype(np.int64)
 
 
-def _rescale(values: np.ndarray, src_per_s: int, dst_per_s: int) -> np.ndarray:
+def _rescale(values: np.ndarray, src_per_s: int, dst_per_s: int, path: str) -> np.ndarray:
     if dst_per_s >= src_per_s:
-        return values * (dst_per_s // src_per_s)
+        factor = dst_per_s // src_per_s
+        limit = np.iinfo(np.int64).max // factor
+        if factor > 1 and len(values) and (values.max() > limit or values.min() < -limit):
+            raise _Unbindable(path)  # int64 would wrap silently: the row path checks each value
+        return values * factor
     return np.floor_divide(values, src_per_s // dst_per_s)
 
 
@@ -461,24 +475,26 @@ class _Binder:
                 raise _Unbindable(path)
             return self.node(k.E_DEC_BYTES, path, valid=valid, data=_fixed(arr, "V16").view(np.uint8))
         if lt == "date" or lt in ("time-millis", "time-micros") or (lt and "timestamp" in lt):
+            # date and time-millis annotate an Avro int: E_INT range-checks their values
+            code = k.E_INT if nt == "int" else k.E_LONG
             if _is_int(t) and not strict:  # the row writer takes plain integers as they are
-                return self.node(k.E_LONG, path, valid=valid, data=_ints(arr))
+                return self.node(code, path, valid=valid, data=_ints(arr))
             if lt == "date":
                 if pa.types.is_date32(t):
-                    return self.node(k.E_LONG, path, valid=valid, data=_fixed(arr, np.int32).astype(np.int64))
+                    return self.node(code, path, valid=valid, data=_fixed(arr, np.int32).astype(np.int64))
                 if pa.types.is_date64(t):
-                    return self.node(k.E_LONG, path, valid=valid, data=np.floor_divide(_fixed(arr, np.int64), 86_400_000))
+                    return self.node(code, path, valid=valid, data=np.floor_divide(_fixed(arr, np.int64), 86_400_000))
                 raise _Unbindable(path)
             if lt.startswith("time-"):
                 if not (pa.types.is_time32(t) or pa.types.is_time64(t)):
                     raise _Unbindable(path)
                 src = _fixed(arr, np.int32 if pa.types.is_time32(t) else np.int64).astype(np.int64)
                 dst = 1000 if lt == "time-millis" else 1_000_000
-                return self.node(k.E_LONG, path, valid=valid, data=_rescale(src, _UNIT_PER_S[t.unit], dst))
+                return self.node(code, path, valid=valid, data=_rescale(src, _UNIT_PER_S[t.unit], dst, path))
             if not pa.types.is_timestamp(t):
                 raise _Unbindable(path)
             dst = _AVRO_UNIT[lt.rsplit("-", 1)[1]]
-            return self.node(k.E_LONG, path, valid=valid, data=_rescale(_fixed(arr, np.int64), _UNIT_PER_S[t.unit], dst))
+            return self.node(k.E_LONG, path, valid=valid, data=_rescale(_fixed(arr, np.int64), _UNIT_PER_S[t.unit], dst, path))
         if nt == "boolean":
             if not pa.types.is_boolean(t):
                 raise _Unbindable(path)
@@ -696,7 +712,10 @@ class Encoder:
 
     def _encode_rows(self, cols: list, n: int, is_record: bool, skip: np.ndarray | None) -> pa.Array:
         """The row path: one closure per schema node over ``to_pylist`` values."""
-        values = [c.to_pylist() for c in cols]
+        try:
+            values = [c.to_pylist() for c in cols]
+        except (OverflowError, ValueError) as exc:  # e.g. a timestamp far past what datetime holds
+            raise EncodeError(f"{self._top}: a value cannot be encoded ({exc})") from None
         names = [f.name for f in self.schema.fields] if is_record else []
         skip_list = [False] * n if skip is None else skip.tolist()
         write = self._write

@@ -171,19 +171,24 @@ class LocalRegistry(Registry):
 
     def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self._path, timeout=self._timeout, isolation_level=None, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
-        conn.execute("PRAGMA foreign_keys = ON")
-        if not self._memory:
-            # switching to WAL takes an exclusive lock; another process may hold it for a moment
-            deadline = time.monotonic() + self._timeout
-            while True:
-                try:
-                    conn.execute("PRAGMA journal_mode = WAL").fetchone()
-                    break
-                except sqlite3.OperationalError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.01)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            if not self._memory:
+                # switching to WAL takes an exclusive lock; another process may hold it for a moment
+                deadline = time.monotonic() + self._timeout
+                while True:
+                    try:
+                        conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                        break
+                    except sqlite3.OperationalError:
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.01)
+        except BaseException:
+            # not yet in self._connections, so close() would never reach it
+            conn.close()
+            raise
         with self._lock:
             self._connections.append(conn)
         return conn
