@@ -565,3 +565,27 @@ def test_session_defaults(spark):
     conf = spark.sparkContext.getConf()
     assert conf.get("spark.driver.host") == "127.0.0.1"
     assert conf.get("spark.ui.enabled") == "false"
+
+
+def test_bad_rows_are_walked_in_linear_time():
+    # every other row bad: the walk must not hand the rest of the batch to the kernel after each one
+    n = 4000
+    calls, windows = [], []
+
+    def attempt(lo, hi):
+        windows.append(hi - lo)  # what a kernel allocates for (and the pure twin scans)
+        # like the compiled kernels: rows are read up to and including the first bad one
+        for i in range(lo, hi):
+            if i % 2:
+                calls.append(i - lo + 1)
+                return i - lo
+        calls.append(hi - lo)
+        return None
+
+    pcs._walk_bad_rows(n, attempt)
+    assert sum(calls) <= 2 * n
+    assert sum(windows) <= 64 * (n // 2) + 2 * n  # not the rest of the batch after every bad row
+
+    good = wire.CONFLUENT.pack(7, b"x")
+    column = pa.array([good if i % 2 == 0 else b"\x09bad" for i in range(n)], pa.binary())
+    assert pcs._frame_ids(column, wire.CONFLUENT) == {7}

@@ -626,24 +626,40 @@ def _local_text(text: str) -> str:
     return _LOCATION.sub(r"(byte \1)", text)
 
 
+def _walk_bad_rows(n: int, attempt: Callable[[int, int], int | None], window: int = 64) -> None:
+    """Run ``attempt(lo, hi)`` over rows ``[0, n)`` in order; it handles the rows it can and returns
+    None when all of ``[lo, hi)`` were good, else the offset (from ``lo``) of the first bad row.
+
+    The first call covers the whole batch (the common case: one pass). After a bad row the walk
+    resumes on a window of rows that doubles while the rows are clean, so a batch with many bad
+    rows costs O(n) row reads in all, not O(n^2).
+    """
+    lo, size = 0, n
+    while lo < n:
+        hi = min(n, lo + size)
+        bad = attempt(lo, hi)
+        if bad is None:
+            lo, size = hi, size * 2
+        else:
+            lo, size = lo + bad + 1, window
+
+
 def _frame_ids(batch_column: pa.Array, protocol: wire.Protocol) -> set[int]:
     """Distinct schema ids of one batch of framed messages; messages with a bad prefix are skipped
     (the decode job reports them). Reads only the prefixes."""
     found: set[int] = set()
-    n = len(batch_column)
-    lo = 0
-    while lo < n:  # a bad prefix splits the batch around it, so each prefix is read at most twice
-        piece = batch_column.slice(lo)
+
+    def attempt(lo: int, hi: int) -> int | None:
+        piece = batch_column.slice(lo, hi - lo)
         try:
-            ids = wire.unframe(piece, protocol).schema_ids
+            found.update(_int_ids(wire.unframe(piece, protocol).schema_ids))
+            return None
         except DecodeError as exc:
             if exc.index:
-                ids = wire.unframe(piece.slice(0, exc.index), protocol).schema_ids
-                found.update(_int_ids(ids))
-            lo += exc.index + 1
-            continue
-        found.update(_int_ids(ids))
-        break
+                found.update(_int_ids(wire.unframe(piece.slice(0, exc.index), protocol).schema_ids))
+            return exc.index
+
+    _walk_bad_rows(len(batch_column), attempt)
     return found
 
 
@@ -932,9 +948,9 @@ class _SplitJob:
                 payloads = batch.column(self.column)
                 n = len(payloads)
                 keys, values, errors = [], [], []
-                lo = 0
-                while lo < n:  # a bad payload splits the batch around it; each row is read at most twice
-                    piece = payloads.slice(lo)
+
+                def attempt(lo: int, hi: int) -> int | None:
+                    piece = payloads.slice(lo, hi - lo)
                     try:
                         k, v = keyvalue.split_inline(piece, convention=self.convention)
                     except KeyValueFormatError as exc:
@@ -946,11 +962,12 @@ class _SplitJob:
                         keys.append(pa.nulls(1, pa.binary()))
                         values.append(pa.nulls(1, pa.binary()))
                         errors.append((lo + i, int(exc.code), int(exc.offset), _local_text(str(exc))))
-                        lo += i + 1
-                        continue
+                        return i
                     keys.append(k)
                     values.append(v)
-                    break
+                    return None
+
+                _walk_bad_rows(n, attempt)
                 key_arr = _concat(keys, n)
                 value_arr = _concat(values, n)
                 error_col = _error_array(n, errors)
