@@ -767,6 +767,181 @@ static inline const uint8_t *pc_arow(pc_actx *c, const pc_plan *pl, const uint8_
     return p;
 }
 
+/* Hot path for the top-level record, used when every row of a segment runs one plan.
+ *
+ * Invariant: each kid op of the root record writes exactly one element per row into its own slot
+ * (plan.py gives every reader field exactly one op: a decode op, a default or a null fill; writer-
+ * only fields get skip ops that write nothing), and a null or failed row appends one element to
+ * every top-level slot through pc_null_fill. So between rows every top-level slot holds exactly as
+ * many elements as the root record, and capacity for all rows left in the segment, reserved once
+ * (a bound from the row count of the input framing, not from any length inside a payload), lets
+ * the leaf fields below store without capacity checks and without per-field length bookkeeping:
+ * the row index r is kept in a local and written back to the slots (pc_hot_sync) before anything
+ * else reads them (null fill, truncation, return). String data still grows per value, since its
+ * size comes from the payload. Kid ops that are not simple leaves run through pc_arun and keep
+ * their slots' lengths themselves. */
+#define PC_HOT_MAX 64
+
+typedef struct {
+    int32_t code;   /* leaf op decoded inline, or 0: the op runs through pc_arun */
+    int32_t ki;     /* op index */
+    const pc_op *op;
+    pc_slot *s;
+    uint8_t *vals;  /* s->b1.p: values, or int32 offsets for strings */
+    uint8_t *valid; /* s->valid.p when the slot keeps validity bytes, else NULL */
+} pc_hot;
+
+/* Fill the table for plan pl with room for `rows` more rows after row r; *rec_valid is the root's
+ * validity bytes (or NULL). Returns 0, or -1 when out of memory. */
+static int pc_hot_build(pc_slot *S, const pc_plan *pl, pc_hot *H, uint8_t **rec_valid, int64_t r, int64_t rows)
+{
+    const pc_op *root = pl->ops;
+    pc_slot *rec = S + root->slot;
+    int64_t need = r + rows;
+    int32_t j;
+    *rec_valid = NULL;
+    if (rec->vactive) {
+        if (need > rec->valid.cap && pc_grow(&rec->valid, need)) return -1;
+        *rec_valid = rec->valid.p;
+    }
+    for (j = 0; j < root->count; j++) {
+        int32_t ki = pl->kids[root->first + j];
+        const pc_op *op = pl->ops + ki;
+        pc_hot *h = H + j;
+        pc_slot *s = S + op->slot;
+        int64_t bytes;
+        h->ki = ki;
+        h->op = op;
+        h->code = 0;
+        h->s = NULL;
+        h->vals = NULL;
+        h->valid = NULL;
+        switch (op->code) {
+        case O_LONG:
+        case O_INT_L:
+        case O_DOUBLE:
+            bytes = need * 8;
+            break;
+        case O_INT:
+        case O_FLOAT:
+        case O_ENUM:
+            bytes = need * 4;
+            break;
+        case O_BOOL:
+            bytes = need;
+            break;
+        case O_STRING:
+        case O_BYTES:
+            bytes = (need + 1) * 4;
+            break;
+        default:
+            continue;
+        }
+        if (bytes > s->b1.cap && pc_grow(&s->b1, bytes)) return -1;
+        if (s->vactive) {
+            if (need > s->valid.cap && pc_grow(&s->valid, need)) return -1;
+            h->valid = s->valid.p;
+        }
+        h->code = op->code;
+        h->s = s;
+        h->vals = s->b1.p;
+    }
+    return 0;
+}
+
+/* Write the row count r back to the root slot and the slots of the inline leaves. */
+static void pc_hot_sync(pc_slot *S, const pc_plan *pl, const pc_hot *H, int64_t r)
+{
+    int32_t j;
+    S[pl->ops[0].slot].length = r;
+    for (j = 0; j < pl->ops[0].count; j++)
+        if (H[j].code != 0) H[j].s->length = r;
+}
+
+/* One row of the top-level record into row r of the hot slots (lengths are not touched). */
+static inline const uint8_t *pc_hrow(pc_actx *c, const pc_plan *pl, const pc_hot *H, int32_t nh, uint8_t *rec_valid,
+                                     int64_t r, const uint8_t *p, const uint8_t *end)
+{
+    int32_t j;
+    for (j = 0; j < nh; j++) {
+        const pc_hot *h = H + j;
+        switch (h->code) {
+        case O_LONG: {
+            int64_t v;
+            PC_VARINT(v);
+            ((int64_t *)h->vals)[r] = v;
+            break;
+        }
+        case O_INT:
+        case O_INT_L: {
+            int64_t v;
+            const uint8_t *st = p;
+            PC_VARINT(v);
+            if (PC_UNLIKELY(v < INT32_MIN || v > INT32_MAX)) PC_FAIL(PC_AVRO_INT_OUT_OF_RANGE, st, v);
+            if (h->code == O_INT)
+                ((int32_t *)h->vals)[r] = (int32_t)v;
+            else
+                ((int64_t *)h->vals)[r] = v;
+            break;
+        }
+        case O_DOUBLE:
+            if (PC_UNLIKELY(end - p < 8)) PC_FAIL(PC_AVRO_TRUNCATED, p, 8 - (end - p));
+            memcpy(h->vals + r * 8, p, 8);
+            p += 8;
+            break;
+        case O_FLOAT:
+            if (PC_UNLIKELY(end - p < 4)) PC_FAIL(PC_AVRO_TRUNCATED, p, 4 - (end - p));
+            memcpy(h->vals + r * 4, p, 4);
+            p += 4;
+            break;
+        case O_BOOL:
+            if (PC_UNLIKELY(p >= end)) PC_FAIL(PC_AVRO_TRUNCATED, p, 1);
+            if (PC_UNLIKELY(*p > 1)) PC_FAIL(PC_AVRO_BAD_BOOLEAN, p, *p);
+            h->vals[r] = *p++;
+            break;
+        case O_STRING:
+        case O_BYTES: {
+            int64_t n, dlen;
+            const uint8_t *st = p;
+            pc_slot *s = h->s;
+            PC_VARINT(n);
+            if (PC_UNLIKELY(n < 0)) PC_FAIL(PC_AVRO_NEGATIVE_LENGTH, st, n);
+            if (PC_UNLIKELY(n > end - p)) PC_FAIL(PC_AVRO_LENGTH_PAST_END, st, n);
+            if (h->code == O_STRING && !pc_ascii(p, n) && PC_UNLIKELY(!pc_utf8_valid(p, n)))
+                PC_FAIL(PC_AVRO_INVALID_UTF8, p, 0);
+            dlen = s->dlen + n;
+            if (PC_UNLIKELY(dlen > INT32_MAX)) PC_FAIL(PC_AVRO_OUTPUT_TOO_LARGE, st, dlen);
+            PC_RESERVE(&s->b2, dlen);
+            pc_copy(s->b2.p + s->dlen, p, n);
+            p += n;
+            s->dlen = dlen;
+            ((int32_t *)h->vals)[r + 1] = (int32_t)dlen;
+            break;
+        }
+        case O_ENUM: {
+            int64_t v;
+            const uint8_t *st = p;
+            const pc_op *op = h->op;
+            PC_VARINT(v);
+            if (PC_UNLIKELY(v < 0 || v >= op->arg)) PC_FAIL(PC_AVRO_BAD_ENUM_INDEX, st, v);
+            if (op->table != NULL) {
+                int32_t m = op->table[v];
+                if (PC_UNLIKELY(m < 0)) PC_FAIL(PC_AVRO_UNKNOWN_ENUM_SYMBOL, st, v);
+                v = m;
+            }
+            ((int32_t *)h->vals)[r] = (int32_t)v;
+            break;
+        }
+        default:
+            p = pc_arun(c, pl, h->ki, p, end);
+            if (p == NULL) return NULL;
+        }
+        if (h->valid != NULL) h->valid[r] = 1;
+    }
+    if (rec_valid != NULL) rec_valid[r] = 1;
+    return p;
+}
+
 typedef struct {
     pc_error *items;
     int64_t n, cap;
@@ -789,6 +964,61 @@ static int pc_aerr_push(pc_aerrors *e, int32_t code, int64_t index, int64_t offs
     return 0;
 }
 
+/* pc_avro_decode for a segment whose rows all run plan pl (a top-level record): see pc_hot_build. */
+static int pc_avro_decode_hot(pc_slot *S, const pc_plan *pl, const uint8_t *buf, const int64_t *starts,
+                              const int64_t *offs64, const int32_t *offs32, int64_t skip, const uint8_t *valid,
+                              int64_t n, int64_t row0, int keep_going, pc_aerrors *errs)
+{
+    pc_actx ctx;
+    pc_hot H[PC_HOT_MAX];
+    uint8_t *rec_valid;
+    int32_t nh = pl->ops[0].count;
+    int64_t i, r = S[pl->ops[0].slot].length;
+    ctx.slots = S;
+    if (pc_hot_build(S, pl, H, &rec_valid, r, n)) return -1;
+    for (i = 0; i < n; i++) {
+        const uint8_t *p, *end;
+        if (valid != NULL && !valid[i]) {
+            pc_hot_sync(S, pl, H, r);
+            if (pc_null_fill(S, 0)) return -1;
+            r++;
+            if (pc_hot_build(S, pl, H, &rec_valid, r, n - i - 1)) return -1;
+            continue;
+        }
+        if (starts != NULL) {
+            ctx.msg = buf + starts[i];
+            end = buf + offs64[i];
+        } else if (offs64 != NULL) {
+            ctx.msg = buf + offs64[i] + skip;
+            end = buf + offs64[i + 1];
+        } else {
+            ctx.msg = buf + (int64_t)offs32[i] + skip;
+            end = buf + offs32[i + 1];
+        }
+        ctx.budget = PC_AVRO_ZERO_ITEMS;
+        p = pc_hrow(&ctx, pl, H, nh, rec_valid, r, ctx.msg, end);
+        if (PC_UNLIKELY(p != end)) {
+            if (p != NULL) {
+                ctx.code = PC_AVRO_TRAILING_BYTES;
+                ctx.offset = p - ctx.msg;
+                ctx.detail = end - p;
+            }
+            pc_hot_sync(S, pl, H, r);
+            if (ctx.code == -1) return -1;
+            pc_avro_truncate(S, 0, row0 + i);
+            if (pc_aerr_push(errs, ctx.code, row0 + i, ctx.offset, ctx.detail)) return -1;
+            if (!keep_going) return 1;
+            if (pc_null_fill(S, 0)) return -1;
+            r++;
+            if (pc_hot_build(S, pl, H, &rec_valid, r, n - i - 1)) return -1;
+            continue;
+        }
+        r++;
+    }
+    pc_hot_sync(S, pl, H, r);
+    return 0;
+}
+
 /* Decode rows [0, n) of one segment into the slots. Returns 0 when done, 1 when stopped at an error
  * (keep_going == 0), -1 when out of memory. Rows are numbered from row0 in error reports.
  * Payload i is buf[starts[i], ends[i]) when starts != NULL; otherwise the segment is a run of framed
@@ -802,6 +1032,8 @@ static int pc_avro_decode(pc_slot *S, const pc_plan *plans, const int32_t *plan_
     int64_t i;
     const pc_plan *pl = plans;
     ctx.slots = S;
+    if (plan_ids == NULL && pl->ops[0].code == O_RECORD && pl->ops[0].count <= PC_HOT_MAX)
+        return pc_avro_decode_hot(S, pl, buf, starts, offs64, offs32, skip, valid, n, row0, keep_going, errs);
     for (i = 0; i < n; i++) {
         const uint8_t *p, *end;
         if (valid != NULL && !valid[i]) {
