@@ -40,71 +40,9 @@ import pyarrow as pa
 
 import pulsar_codec as pc
 from pulsar_codec import _backend, wire
-
-FLAT = {
-    "type": "record",
-    "name": "Flat",
-    "namespace": "bench",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "count", "type": "int"},
-        {"name": "score", "type": "double"},
-        {"name": "name", "type": "string"},
-        {"name": "flag", "type": "boolean"},
-    ],
-}
-EVENT = {
-    "type": "record",
-    "name": "Event",
-    "namespace": "bench",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "name", "type": "string"},
-        {"name": "count", "type": "int"},
-        {"name": "score", "type": "double"},
-        {"name": "active", "type": "boolean"},
-        {"name": "comment", "type": ["null", "string"]},
-        {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "ACTIVE", "SUSPENDED", "DELETED"]}},
-        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-        {"name": "tags", "type": {"type": "array", "items": "int"}},
-        {"name": "attrs", "type": {"type": "map", "values": "string"}},
-        {
-            "name": "location",
-            "type": {"type": "record", "name": "Location", "fields": [{"name": "lat", "type": "double"}, {"name": "lon", "type": "double"}]},
-        },
-        {"name": "payload", "type": "bytes"},
-    ],
-}
-SCHEMAS = {"flat-5": FLAT, "complex-12": EVENT}
-SCHEMA_ID = 1
-_LETTERS = "abcdefghijklmnopqrstuvwxyz"
-
-
-def _text(rng: random.Random, lo: int, hi: int) -> str:
-    return "".join(rng.choice(_LETTERS) for _ in range(rng.randint(lo, hi)))
-
-
-def _flat(rng):
-    return {"id": rng.getrandbits(40), "count": rng.randint(-(10**6), 10**6), "score": rng.random() * 1000,
-            "name": _text(rng, 5, 20), "flag": rng.random() < 0.5}
-
-
-def _event(rng):
-    return {
-        "id": rng.getrandbits(40),
-        "name": _text(rng, 5, 20),
-        "count": rng.randint(0, 10**5),
-        "score": rng.random() * 100,
-        "active": rng.random() < 0.5,
-        "comment": None if rng.random() < 0.3 else _text(rng, 10, 60),
-        "status": rng.choice(["NEW", "ACTIVE", "SUSPENDED", "DELETED"]),
-        "ts": 1_700_000_000_000 + rng.randint(0, 10**10),
-        "tags": [rng.randint(0, 10**4) for _ in range(rng.randint(0, 8))],
-        "attrs": {_text(rng, 3, 8): _text(rng, 5, 15) for _ in range(rng.randint(0, 4))},
-        "location": {"lat": rng.uniform(-90, 90), "lon": rng.uniform(-180, 180)},
-        "payload": rng.randbytes(rng.randint(8, 32)),
-    }
-
+from pulsar_codec._benchdata import EVENT, FLAT, SCHEMA_ID, SCHEMAS  # noqa: F401 - re-exported for bench_spark
+from pulsar_codec._benchdata import event_record as _event
+from pulsar_codec._benchdata import flat_record as _flat
 
 _CACHE: dict = {}
 

@@ -11,7 +11,8 @@ import json
 import random
 import sys
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -234,27 +235,13 @@ def cmd_dump(args: argparse.Namespace) -> int:
             args.service_url, args.topic, args.output, key_encoding=args.key_encoding, timeout_ms=args.timeout_ms,
             client_options={"operation_timeout_seconds": seconds, "connection_timeout_ms": args.timeout_ms},
         )
-    except Exception as exc:  # noqa: BLE001 - the client raises its own classes (_pulsar.Timeout, ...)
+    except Exception as exc:
         if type(exc).__module__.split(".")[0] not in ("_pulsar", "pulsar"):
             raise
         _err(f"cannot read {args.topic} from {args.service_url}: {type(exc).__name__}: {exc}")
         return EXIT_UNREACHABLE
     _say(f"wrote {rows:,} messages of {args.topic} to {args.output}")
     return EXIT_OK
-
-
-FLAT5 = {
-    "type": "record",
-    "name": "Flat",
-    "namespace": "bench",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "count", "type": "int"},
-        {"name": "score", "type": "double"},
-        {"name": "name", "type": "string"},
-        {"name": "flag", "type": "boolean"},
-    ],
-}
 
 
 def _best_of(fn, repeat: int) -> float:
@@ -276,6 +263,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import pyarrow as pa
 
     from . import _backend, decode, wire
+    from ._benchdata import FLAT as FLAT5
     from .avro import Encoder
 
     rows = args.rows
@@ -440,7 +428,13 @@ EXIT_UNREACHABLE = 5
 def main(argv: Sequence[str] | None = None) -> int:
     import os
 
-    from .errors import DecodeError, IncompatibleSchemaError, RegistryError, SchemaError, SchemaNotFoundError
+    from .errors import (
+        DecodeError,
+        IncompatibleSchemaError,
+        RegistryError,
+        SchemaError,
+        SchemaNotFoundError,
+    )
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -420,16 +420,15 @@ def decode_keyvalue_encoding_type(info: SchemaInfo) -> KeyValueEncodingType:
 # -- nanosecond-keeping datetime / time ---------------------------------------------------------
 
 
-class NanoDateTime(_dt.datetime):
-    """A ``datetime`` that also keeps the nanoseconds below its microseconds (0-999).
+class _Nanoseconds:
+    """What :class:`NanoDateTime` and :class:`NanoTime` share: the ``nanosecond`` below the
+    microseconds (0-999), and equality, hashing and ordering that take it into account.
+    ``_base`` is the standard class extended (``datetime`` or ``time``)."""
 
-    ``nanosecond`` is read by :func:`encode` (``pandas.Timestamp`` has the same attribute).
-    Equality, hashing and ordering take it into account; arithmetic returns values without it.
-    """
+    __slots__ = ()
+    _base: type
 
-    __slots__ = ("_ns",)
-
-    def __new__(cls, *args: Any, nanosecond: int = 0, **kwargs: Any) -> NanoDateTime:
+    def __new__(cls, *args: Any, nanosecond: int = 0, **kwargs: Any):
         self = super().__new__(cls, *args, **kwargs)
         if not 0 <= nanosecond <= 999:
             raise ValueError(f"nanosecond must be in 0..999, got {nanosecond}")
@@ -439,6 +438,60 @@ class NanoDateTime(_dt.datetime):
     @property
     def nanosecond(self) -> int:
         return getattr(self, "_ns", 0)
+
+    def __repr__(self) -> str:
+        text = super().__repr__()
+        return text if not self.nanosecond else f"{text[:-1]}, nanosecond={self.nanosecond})"
+
+    def _key(self, other: Any):
+        if not isinstance(other, self._base):
+            return NotImplemented
+        return getattr(other, "nanosecond", 0)
+
+    def __eq__(self, other: object) -> bool:
+        ns = self._key(other)
+        if ns is NotImplemented:
+            return NotImplemented
+        return self._base.__eq__(self, other) is True and self.nanosecond == ns
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self) -> int:
+        base = self._base.__hash__(self)
+        return base if not self.nanosecond else hash((base, self.nanosecond))
+
+    def _compare(self, other: Any, op) -> bool:
+        ns = self._key(other)
+        if ns is NotImplemented:
+            return NotImplemented
+        if self._base.__eq__(self, other) is True:
+            return op(self.nanosecond, ns)
+        return op(self._plain(), other._plain() if isinstance(other, _Nanoseconds) else other)
+
+    def __lt__(self, other: Any) -> bool:
+        return self._compare(other, operator.lt)
+
+    def __le__(self, other: Any) -> bool:
+        return self._compare(other, operator.le)
+
+    def __gt__(self, other: Any) -> bool:
+        return self._compare(other, operator.gt)
+
+    def __ge__(self, other: Any) -> bool:
+        return self._compare(other, operator.ge)
+
+
+class NanoDateTime(_Nanoseconds, _dt.datetime):
+    """A ``datetime`` that also keeps the nanoseconds below its microseconds (0-999).
+
+    ``nanosecond`` is read by :func:`encode` (``pandas.Timestamp`` has the same attribute).
+    Equality, hashing and ordering take it into account; arithmetic returns values without it.
+    """
+
+    __slots__ = ("_ns",)
+    _base = _dt.datetime
 
     def _plain(self) -> _dt.datetime:
         return _dt.datetime(
@@ -449,55 +502,12 @@ class NanoDateTime(_dt.datetime):
     def __reduce_ex__(self, protocol):  # datetime defines __reduce_ex__, which pickle prefers
         return (_rebuild_nano_datetime, (self._plain(), self.nanosecond))
 
-    def __repr__(self) -> str:
-        text = super().__repr__()
-        return text if not self.nanosecond else f"{text[:-1]}, nanosecond={self.nanosecond})"
-
     def isoformat(self, sep: str = "T", timespec: str = "auto") -> str:
         if not self.nanosecond or timespec not in ("auto", "nanoseconds"):
             return super().isoformat(sep, timespec if timespec != "nanoseconds" else "microseconds")
         text = super().isoformat(sep, "microseconds")
         cut = len(text) - (len(text) - text.rindex(".") - 7)
         return f"{text[:cut]}{self.nanosecond:03d}{text[cut:]}"
-
-    def _key(self, other: Any):
-        if not isinstance(other, _dt.datetime):
-            return NotImplemented
-        return getattr(other, "nanosecond", 0)
-
-    def __eq__(self, other: object) -> bool:
-        ns = self._key(other)
-        if ns is NotImplemented:
-            return NotImplemented
-        return _dt.datetime.__eq__(self, other) is True and self.nanosecond == ns
-
-    def __ne__(self, other: object) -> bool:
-        result = self.__eq__(other)
-        return result if result is NotImplemented else not result
-
-    def __hash__(self) -> int:
-        base = _dt.datetime.__hash__(self)
-        return base if not self.nanosecond else hash((base, self.nanosecond))
-
-    def _compare(self, other: Any, op) -> bool:
-        ns = self._key(other)
-        if ns is NotImplemented:
-            return NotImplemented
-        if _dt.datetime.__eq__(self, other) is True:
-            return op(self.nanosecond, ns)
-        return op(self._plain(), other._plain() if isinstance(other, NanoDateTime) else other)
-
-    def __lt__(self, other: Any) -> bool:
-        return self._compare(other, operator.lt)
-
-    def __le__(self, other: Any) -> bool:
-        return self._compare(other, operator.le)
-
-    def __gt__(self, other: Any) -> bool:
-        return self._compare(other, operator.gt)
-
-    def __ge__(self, other: Any) -> bool:
-        return self._compare(other, operator.ge)
 
 
 def _rebuild_nano_datetime(plain: _dt.datetime, nanosecond: int) -> NanoDateTime:
@@ -507,31 +517,17 @@ def _rebuild_nano_datetime(plain: _dt.datetime, nanosecond: int) -> NanoDateTime
     )
 
 
-class NanoTime(_dt.time):
+class NanoTime(_Nanoseconds, _dt.time):
     """A ``time`` that also keeps the nanoseconds below its microseconds (0-999); see :class:`NanoDateTime`."""
 
     __slots__ = ("_ns",)
-
-    def __new__(cls, *args: Any, nanosecond: int = 0, **kwargs: Any) -> NanoTime:
-        self = super().__new__(cls, *args, **kwargs)
-        if not 0 <= nanosecond <= 999:
-            raise ValueError(f"nanosecond must be in 0..999, got {nanosecond}")
-        self._ns = int(nanosecond)
-        return self
-
-    @property
-    def nanosecond(self) -> int:
-        return getattr(self, "_ns", 0)
+    _base = _dt.time
 
     def _plain(self) -> _dt.time:
         return _dt.time(self.hour, self.minute, self.second, self.microsecond, tzinfo=self.tzinfo, fold=self.fold)
 
     def __reduce_ex__(self, protocol):
         return (_rebuild_nano_time, (self._plain(), self.nanosecond))
-
-    def __repr__(self) -> str:
-        text = super().__repr__()
-        return text if not self.nanosecond else f"{text[:-1]}, nanosecond={self.nanosecond})"
 
     def isoformat(self, timespec: str = "auto") -> str:
         if not self.nanosecond or timespec not in ("auto", "nanoseconds"):
@@ -541,45 +537,6 @@ class NanoTime(_dt.time):
         return f"{text[:cut]}{self.nanosecond:03d}{text[cut:]}"
 
     __str__ = isoformat
-
-    def _key(self, other: Any):
-        if not isinstance(other, _dt.time):
-            return NotImplemented
-        return getattr(other, "nanosecond", 0)
-
-    def __eq__(self, other: object) -> bool:
-        ns = self._key(other)
-        if ns is NotImplemented:
-            return NotImplemented
-        return _dt.time.__eq__(self, other) is True and self.nanosecond == ns
-
-    def __ne__(self, other: object) -> bool:
-        result = self.__eq__(other)
-        return result if result is NotImplemented else not result
-
-    def __hash__(self) -> int:
-        base = _dt.time.__hash__(self)
-        return base if not self.nanosecond else hash((base, self.nanosecond))
-
-    def _compare(self, other: Any, op) -> bool:
-        ns = self._key(other)
-        if ns is NotImplemented:
-            return NotImplemented
-        if _dt.time.__eq__(self, other) is True:
-            return op(self.nanosecond, ns)
-        return op(self._plain(), other._plain() if isinstance(other, NanoTime) else other)
-
-    def __lt__(self, other: Any) -> bool:
-        return self._compare(other, operator.lt)
-
-    def __le__(self, other: Any) -> bool:
-        return self._compare(other, operator.le)
-
-    def __gt__(self, other: Any) -> bool:
-        return self._compare(other, operator.gt)
-
-    def __ge__(self, other: Any) -> bool:
-        return self._compare(other, operator.ge)
 
 
 def _rebuild_nano_time(plain: _dt.time, nanosecond: int) -> NanoTime:
