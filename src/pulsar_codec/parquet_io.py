@@ -8,6 +8,7 @@ write the bad rows with their raw bytes to a dead-letter file.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -94,8 +95,9 @@ def _decode_local(input_path, output_path, registry, column, protocol, reader_sc
         reader_schema = to_json(lookup_schema(registry, newest))
     out_schema = Decoder(reader_schema).arrow_schema.append(pa.field("decode_error", ERROR_TYPE))
     rows = errors = 0
-    dead_writer = None
-    with pq.ParquetWriter(output_path, out_schema) as writer:
+    with contextlib.ExitStack() as stack:
+        writer = stack.enter_context(pq.ParquetWriter(output_path, out_schema))
+        dead_writer = None
         for raw in pq.ParquetFile(input_path).iter_batches(batch_size=_BATCH):
             messages = raw.column(raw.schema.get_field_index(column))
             batch, bad = decode(messages, registry, protocol=protocol, reader_schema=reader_schema, on_error="null")
@@ -106,11 +108,9 @@ def _decode_local(input_path, output_path, registry, column, protocol, reader_sc
             if dead_letter and len(bad):
                 dead = pa.Table.from_batches([raw]).take(bad["index"]).append_column("decode_error", error_column.take(bad["index"]))
                 if dead_writer is None:
-                    dead_writer = pq.ParquetWriter(dead_letter, dead.schema)
+                    dead_writer = stack.enter_context(pq.ParquetWriter(dead_letter, dead.schema))
                 dead_writer.write_table(dead)
-    if dead_writer is not None:
-        dead_writer.close()
-    elif dead_letter:
+    if dead_letter and dead_writer is None:
         empty = pq.read_schema(input_path).append(pa.field("decode_error", ERROR_TYPE))
         pq.write_table(empty.empty_table(), dead_letter)
     return {"rows": rows, "decoded": rows - errors, "errors": errors}
