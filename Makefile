@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test bench wheels sdist clean
 
-$(STAMP): pyproject.toml setup.py $(wildcard src/pulsar_codec/*.pyx) $(wildcard csrc/*.h)
+$(STAMP): pyproject.toml setup.py $(wildcard src/pulsar_codec/_kernels/*.pyx src/pulsar_codec/_kernels/*.pxd) $(wildcard csrc/*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q ".[all,test]"
@@ -31,4 +31,4 @@ wheels:
 	./scripts/build_wheels.sh $(PYTEST_ARGS)
 
 clean:
-	rm -rf build dist wheelhouse *.egg-info src/*.egg-info src/pulsar_codec/*.so src/pulsar_codec/_*_c.c $(VENV)
+	rm -rf build dist wheelhouse *.egg-info src/*.egg-info src/pulsar_codec/_kernels/*.so src/pulsar_codec/_kernels/*_c.c $(VENV)

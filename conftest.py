@@ -12,7 +12,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-from pulsar_codec import _backend
+from pulsar_codec._kernels import _backend
 
 # The backend fixture only selects a twin; it holds no state that examples could share wrongly.
 # No per-example deadline: these machines are shared and noisy, and speed is measured in bench/.

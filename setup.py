@@ -15,7 +15,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).parent
-PKG = HERE / "src" / "pulsar_codec"
+KERNELS = HERE / "src" / "pulsar_codec" / "_kernels"
 
 
 def flag(name):
@@ -51,14 +51,14 @@ def extensions():
         ldflags += san
     exts = [
         Extension(
-            f"pulsar_codec.{pyx.stem}",
+            f"pulsar_codec._kernels.{pyx.stem}",
             [str(pyx.relative_to(HERE))],
-            include_dirs=["csrc"],
+            include_dirs=["csrc", "src/pulsar_codec/_kernels"],
             extra_compile_args=cflags,
             extra_link_args=ldflags,
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         )
-        for pyx in sorted(PKG.glob("_*_c.pyx"))
+        for pyx in sorted(KERNELS.glob("*_c.pyx"))
     ]
     directives = {"language_level": 3, "embedsignature": True, "binding": True}
     if DEBUG:

@@ -39,10 +39,10 @@ import fastavro
 import pyarrow as pa
 
 import pulsar_codec as pc
-from pulsar_codec import _backend, wire
-from pulsar_codec._benchdata import EVENT, FLAT, SCHEMA_ID, SCHEMAS  # noqa: F401 - re-exported for bench_spark
-from pulsar_codec._benchdata import event_record as _event
-from pulsar_codec._benchdata import flat_record as _flat
+from pulsar_codec._kernels import _backend, wire
+from pulsar_codec.cli._benchdata import EVENT, FLAT, SCHEMA_ID, SCHEMAS  # noqa: F401 - re-exported for bench_spark
+from pulsar_codec.cli._benchdata import event_record as _event
+from pulsar_codec.cli._benchdata import flat_record as _flat
 
 _CACHE: dict = {}
 

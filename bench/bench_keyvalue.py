@@ -15,7 +15,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from pulsar_codec import _backend, keyvalue
+from pulsar_codec._kernels import _backend, keyvalue
 
 ROWS = int(os.environ.get("BENCH_KV_ROWS", 1_000_000))
 

@@ -17,7 +17,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from pulsar_codec import _backend, wire
+from pulsar_codec._kernels import _backend, wire
 
 ROWS = int(os.environ.get("BENCH_WIRE_ROWS", 1_000_000))
 

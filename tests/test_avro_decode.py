@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pulsar_codec import _backend, avro
+from pulsar_codec import avro
+from pulsar_codec._kernels import _backend
 from pulsar_codec.errors import AvroDecodeError, ErrorCode, PulsarCodecError, SchemaError
 
 from test_avro_support import encode, fastavro_read, norm_s, same_batch, schemas, values

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pulsar_codec import _backend, avro
-from pulsar_codec.avro import encoder as encoder_mod
+from pulsar_codec import avro
+from pulsar_codec._kernels import _backend
+from pulsar_codec.formats.avro import encoder as encoder_mod
 from pulsar_codec.errors import EncodeError
 
 from test_avro_support import encode, schemas, values

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pulsar_codec as pc
-from pulsar_codec import _pipeline, wire
+from pulsar_codec import pipeline as _pipeline, wire
 from pulsar_codec.errors import ErrorCode, SchemaNotFoundError, WireFormatError
 
 from test_avro_support import encode

@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_avro_support import encode, same_batch, schemas, values
 
-from pulsar_codec import _backend, avro
+from pulsar_codec import avro
+from pulsar_codec._kernels import _backend
 from pulsar_codec.errors import AvroDecodeError, PulsarCodecError
 
 

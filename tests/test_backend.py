@@ -6,7 +6,7 @@ import os
 import pytest
 
 import pulsar_codec
-from pulsar_codec import _backend
+from pulsar_codec._kernels import _backend
 
 
 def test_required_extensions_are_compiled():

@@ -8,12 +8,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pulsar_codec import cli, demo, wire
+from pulsar_codec import cli, wire
+from pulsar_codec.cli import demo
 from pulsar_codec.registry import LocalRegistry
 
 
 def run_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "pulsar_codec.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+    return subprocess.run([sys.executable, "-m", "pulsar_codec", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
 def test_help_teaches():
@@ -84,7 +85,7 @@ def test_decode_command(dumped):
 
 
 def test_decode_batches_number_rows_across_the_file(tmp_path, monkeypatch):
-    from pulsar_codec import parquet_io
+    from pulsar_codec.cli import parquet_io
 
     monkeypatch.setattr(parquet_io, "_BATCH", 7)
     schema = '{"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]}'
@@ -152,7 +153,7 @@ def test_registry_serve_with_confluent_client(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     log = open(tmp_path / "serve.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "pulsar_codec.cli", "registry", "serve", str(tmp_path / "s.db"), "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "pulsar_codec", "registry", "serve", str(tmp_path / "s.db"), "--port", str(port)],
                             stdout=log, stderr=subprocess.STDOUT)
     try:
         from pulsar_codec.registry import ConfluentRegistry

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pulsar_codec import errors, external, keyvalue, wire
+from pulsar_codec import errors, keyvalue, wire
+from pulsar_codec.pulsar import external
 from pulsar_codec import pulsar_types as pt
 from pulsar_codec.errors import ErrorCode
 from pulsar_codec.external import (

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pulsar_codec import _backend, keyvalue, wire
+from pulsar_codec import keyvalue, wire
+from pulsar_codec._kernels import _backend
 from pulsar_codec import pulsar_types as pt
 from pulsar_codec.errors import EncodeError, ErrorCode, KeyValueFormatError
 

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pulsar_codec import keyvalue, wire
-from pulsar_codec import spark as pcs
+from pulsar_codec.integrations import spark as pcs
 from pulsar_codec.errors import ErrorCode, SchemaError, SchemaNotFoundError
 from pulsar_codec.registry import ConfluentRegistry, LocalRegistry
 

@@ -269,7 +269,7 @@ def framed_batches(draw):
 @settings(max_examples=150, deadline=None)
 @given(framed_batches())
 def test_frame_unframe_round_trip(batch):
-    from pulsar_codec import _backend
+    from pulsar_codec._kernels import _backend
 
     protocol, rows = batch
     payloads = [None if r is None else r[1] for r in rows]
@@ -319,7 +319,7 @@ ALL = list(wire.PROTOCOLS.values())
     st.data(),
 )
 def test_twins_agree_on_random_and_mutated_bytes(both_backends, protocol, rows, data):
-    from pulsar_codec import _backend
+    from pulsar_codec._kernels import _backend
 
     # mix in valid frames, then mutate a byte or truncate, so both error and success paths run
     if rows and data.draw(st.booleans()):

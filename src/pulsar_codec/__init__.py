@@ -11,17 +11,30 @@ import importlib
 from typing import Any
 
 from . import errors
-from ._backend import default as _default_backend
+from ._kernels._backend import default as _default_backend
 
 __version__ = "0.1.0"
 
 BACKEND: str = _default_backend().name
 
 _SUBMODULES = frozenset(
-    {"wire", "keyvalue", "pulsar_types", "avro", "registry", "compat", "external", "spark", "pulsar", "cli"}
+    {
+        "wire",
+        "keyvalue",
+        "pulsar_types",
+        "avro",
+        "formats",
+        "pipeline",
+        "registry",
+        "compat",
+        "external",
+        "spark",
+        "pulsar",
+        "cli",
+    }
 )
 # public functions that live in submodules, imported on first use
-_LAZY = {"decode": "_pipeline", "encode": "_pipeline"}
+_LAZY = {"decode": "pipeline", "encode": "pipeline"}
 
 __all__ = ["BACKEND", "errors", "__version__", *sorted(_SUBMODULES), *sorted(_LAZY)]
 

@@ -51,8 +51,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import _backend
-from . import _keyvalue_py as _pure
+from ._kernels import _backend
+from ._kernels import keyvalue_py as _pure
 from ._arrow import (
     as_binary_array,
     binary_chunks,

@@ -70,7 +70,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _backend
+from ._kernels import _backend
 from ._arrow import (
     as_binary_array,
     binary_chunks,

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _backend
+from ._kernels import _backend
 from ._arrow import Chunk, as_binary_array, binary_chunks, bool_mask, validity_buffer
 from .errors import EncodeError, ErrorCode, raise_for
 

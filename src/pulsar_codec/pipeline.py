@@ -19,12 +19,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import _backend, wire
+from . import wire
+from ._kernels import _backend
 from ._arrow import Chunk, binary_chunks
-from .avro import Decoded, _check_on_error, run
-from .avro._assemble import errors_table
-from .avro.plan import Layout, build_layout, build_plan
-from .avro.schema import Schema, parse, to_json
+from .formats.avro import Decoded, _check_on_error, run
+from .formats.avro._assemble import errors_table
+from .formats.avro.plan import Layout, build_layout, build_plan
+from .formats.avro.schema import Schema, parse, to_json
 from .errors import EncodeError, SchemaError, SchemaNotFoundError, error_for, raise_for
 
 __all__ = ["decode", "encode"]
@@ -335,7 +336,7 @@ def encode(batch: Any, registry: Any, subject: str, *, protocol: Any = wire.CONF
     pa.BinaryArray
         One framed message per row.
     """
-    from .avro.encoder import Encoder, schema_for
+    from .formats.avro.encoder import Encoder, schema_for
 
     protocol = wire.protocol_by_name(protocol)
     schema = schema_for(batch)

@@ -58,9 +58,9 @@ except ImportError as _exc:  # pragma: no cover - exercised only without the ext
         f"(import failed: {_exc})"
     ) from _exc
 
-from . import keyvalue as _kv
-from .errors import EncodeError, SchemaError
-from .keyvalue import KeyValueEncodingType
+from .. import keyvalue as _kv
+from ..errors import EncodeError, SchemaError
+from ..keyvalue import KeyValueEncodingType
 
 __all__ = [
     "MESSAGE_SCHEMA",
@@ -216,7 +216,7 @@ class KeyValueSchema(_pulsar_client.schema.Schema):
         -------
         pulsar_codec.pulsar_types.SchemaInfo
         """
-        from . import pulsar_types as pt
+        from .. import pulsar_types as pt
 
         parts = []
         for sub in (self.key_schema, self.value_schema):

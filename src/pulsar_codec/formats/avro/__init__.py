@@ -32,9 +32,9 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from .. import _backend
-from .._arrow import binary_chunks
-from ..errors import raise_for
+from ..._kernels import _backend
+from ..._arrow import binary_chunks
+from ...errors import raise_for
 from . import schema as schema
 from ._assemble import assemble, errors_table
 from .encoder import Encoder, schema_from_arrow

@@ -17,11 +17,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import wire
-from ._pipeline import decode, lookup_schema
-from .avro import Decoder
-from .avro.schema import to_json
-from .errors import SchemaError
+from .. import wire
+from ..pipeline import decode, lookup_schema
+from ..formats.avro import Decoder
+from ..formats.avro.schema import to_json
+from ..errors import SchemaError
 
 __all__ = ["ERROR_TYPE", "decode_parquet", "newest_schema_id"]
 
@@ -150,7 +150,7 @@ def _renumber(text: str, row: int) -> str:
 def _decode_spark(input_path, output_path, registry, column, protocol, reader_schema, dead_letter):
     from pyspark.sql import functions as F
 
-    from . import spark as pcs
+    from .. import spark as pcs
 
     session = pcs.session(app_name="pulsar-codec-decode")
     raw = session.read.parquet(str(input_path))

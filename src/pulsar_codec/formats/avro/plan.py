@@ -30,7 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import SchemaError
+from ...errors import SchemaError
 from .schema import (
     Array,
     Enum,

@@ -1,6 +1,6 @@
 """The one place that chooses between the compiled kernels and their pure-Python twins.
 
-Each hot loop exists twice, as ``pulsar_codec._<domain>_c`` (Cython) and ``pulsar_codec._<domain>_py``
+Each hot loop exists twice, as ``pulsar_codec._kernels.<domain>_c`` (Cython) and ``pulsar_codec._kernels.<domain>_py``
 (pure Python), with the same names and signatures. Everything else in the package calls the kernels
 through :func:`active`, so the same public API runs on either twin.
 
@@ -50,7 +50,7 @@ class Backend:
 
 
 def _load(suffix: str) -> dict[str, ModuleType]:
-    return {d: importlib.import_module(f"pulsar_codec._{d}_{suffix}") for d in DOMAINS}
+    return {d: importlib.import_module(f"pulsar_codec._kernels.{d}_{suffix}") for d in DOMAINS}
 
 
 _PURE = Backend("python", _load("py"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..errors import ErrorCode, raise_for
+from ...errors import ErrorCode, raise_for
 from .plan import (
     K_BIN,
     K_BOOL,
@@ -121,7 +121,7 @@ _ERRORS_SCHEMA = pa.schema(
 
 def errors_table(errors: list[tuple], context: dict | None = None) -> pa.Table:
     """The ``on_error="null"`` report: one row per bad message (index, code, offset, message)."""
-    from ..errors import error_for
+    from ...errors import error_for
 
     ctx = context or {}
     # entries are (code, index, offset, detail) or, with a prebuilt message, (..., message)

@@ -127,13 +127,13 @@ def open_registry(spec: str, *, user: str | None = None, password: str | None = 
     """A registry from the command line: an http(s) URL (any Confluent-compatible registry) or the
     path of an embedded SQLite registry."""
     if spec.startswith(("http://", "https://")):
-        from .registry import ConfluentRegistry
+        from ..registry import ConfluentRegistry
 
         auth = (user, password or "") if user else None
         return ConfluentRegistry(spec, auth=auth, token=token)
     from pathlib import Path
 
-    from .registry import LocalRegistry
+    from ..registry import LocalRegistry
 
     path = Path(spec)
     if not path.parent.exists():
@@ -155,7 +155,7 @@ def _read_schema_arg(value: str) -> str:
 
 def cmd_registry(args: argparse.Namespace) -> int:
     if args.registry_command == "serve":
-        from .registry import server
+        from ..registry import server
 
         auth = (args.user, args.password or "") if args.user else None
         _say(f"serving {args.path} on http://{args.host}:{args.port} (Ctrl-C stops)")
@@ -205,7 +205,7 @@ def _registered_json(found: Any) -> dict:
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
-    from . import wire
+    from .. import wire
     from .parquet_io import decode_parquet
 
     protocol = wire.protocol_by_name(args.protocol)
@@ -227,7 +227,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
-    from .pulsar import dump_to_parquet
+    from ..pulsar import dump_to_parquet
 
     seconds = max(1, args.timeout_ms // 1000)
     try:
@@ -262,9 +262,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import fastavro
     import pyarrow as pa
 
-    from . import _backend, decode, wire
+    from .. import decode, wire
+    from .._kernels import _backend
     from ._benchdata import FLAT as FLAT5
-    from .avro import Encoder
+    from ..formats.avro import Encoder
 
     rows = args.rows
     rng = random.Random(args.seed)
@@ -307,7 +308,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _protocol_names() -> list[str]:
-    from . import wire
+    from .. import wire
 
     return [name.lower().replace("_", "-") for name in wire.PROTOCOLS]
 
@@ -428,7 +429,7 @@ EXIT_UNREACHABLE = 5
 def main(argv: Sequence[str] | None = None) -> int:
     import os
 
-    from .errors import (
+    from ..errors import (
         DecodeError,
         IncompatibleSchemaError,
         RegistryError,

@@ -16,7 +16,7 @@ import math
 import re
 from typing import Any
 
-from ..errors import SchemaError
+from ...errors import SchemaError
 
 __all__ = [
     "Schema",

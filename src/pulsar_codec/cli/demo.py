@@ -166,8 +166,8 @@ class Generated:
 
 def generate(registry: Any, out: Path, rows: int, seed: int = 42) -> Generated:
     """Register the schemas, encode the messages and write the two raw topic dumps."""
-    from . import keyvalue, wire
-    from .avro import Encoder
+    from .. import keyvalue, wire
+    from ..formats.avro import Encoder
 
     rng = np.random.default_rng(seed)
     registry.set_compatibility("BACKWARD", "orders-value")
@@ -231,7 +231,7 @@ class DemoResult:
 
 def _decode_local(raw_path: Path, registry: Any, out_path: Path, dead_path: Path) -> tuple[int, int, dict[int, int]]:
     """The Arrow engine: Parquet batches -> pulsar_codec.decode -> Parquet, bad rows to a dead-letter file."""
-    from . import decode, wire
+    from .. import decode, wire
 
     table = pq.read_table(raw_path)
     result = decode(table["payload"], registry, protocol=wire.CONFLUENT, on_error="null")
@@ -253,8 +253,8 @@ def _decode_spark(session: Any, raw_path: Path, registry_path: Path, out_path: P
     the decoded table and the dead-letter table (raw bytes kept)."""
     from pyspark.sql import functions as F
 
-    from . import spark as pcs
-    from .registry import LocalRegistry
+    from .. import spark as pcs
+    from ..registry import LocalRegistry
 
     raw = session.read.parquet(str(raw_path))
     decoded = pcs.decode(raw, "payload", registry=LocalRegistry(registry_path), reader_schema=reader_schema)
@@ -282,8 +282,8 @@ def _decode_spark(session: Any, raw_path: Path, registry_path: Path, out_path: P
 def _decode_keyvalue_spark(session: Any, raw_path: Path, registry_path: Path, out_path: Path) -> int:
     from pyspark.sql import functions as F
 
-    from . import spark as pcs
-    from .registry import LocalRegistry
+    from .. import spark as pcs
+    from ..registry import LocalRegistry
 
     raw = session.read.parquet(str(raw_path))
     # the keys are plain strings, the values framed Avro: split, then decode the values only
@@ -298,7 +298,7 @@ def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None]
     """Run the whole demo; returns what it did."""
     import pulsar_codec as pc
 
-    from .registry import LocalRegistry
+    from ..registry import LocalRegistry
 
     bar = Progress(6 if engine == "spark" else 5, enabled=progress)
     out = Path(out)
@@ -320,7 +320,7 @@ def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None]
     customers_path = out / "customers-decoded.parquet"
     session = None
     if engine == "spark":
-        from . import spark as pcs
+        from .. import spark as pcs
 
         t_session = time.perf_counter()
         session = pcs.session(app_name="pulsar-codec-demo")
@@ -367,7 +367,7 @@ def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None]
 
 def _kernel_rate(raw_path: Path, registry: Any, reader_schema: Any) -> float:
     """Messages per second of pulsar_codec.decode alone on the raw column (best of three)."""
-    from . import decode
+    from .. import decode
 
     payloads = pq.read_table(raw_path, columns=["payload"])["payload"]
     best = float("inf")
@@ -380,7 +380,7 @@ def _kernel_rate(raw_path: Path, registry: Any, reader_schema: Any) -> float:
 
 def _decode_keyvalue(raw_path: Path, registry: Any, out_path: Path) -> int:
     """INLINE KeyValue messages: split into key and value, decode the Avro value, keep the key."""
-    from . import decode, keyvalue, wire
+    from .. import decode, keyvalue, wire
 
     table = pq.read_table(raw_path)
     keys, values = keyvalue.split_inline(table["payload"])

@@ -29,8 +29,8 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
-from .. import _backend
-from ..errors import EncodeError, SchemaError
+from ..._kernels import _backend
+from ...errors import EncodeError, SchemaError
 from .schema import Array, Enum, Fixed, Map, Primitive, Record, Schema, Union, parse
 
 __all__ = ["Encoder", "schema_from_arrow", "schema_for"]

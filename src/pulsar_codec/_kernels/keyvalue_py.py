@@ -226,7 +226,7 @@ def _gather(data, starts, ends, validity):
     """
     import pyarrow as pa
 
-    from ._wire_py import binary_views
+    from .wire_py import binary_views
 
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)

@@ -1,0 +1,1 @@
+"""Payload formats: one package per format behind one small interface (see ``base``)."""

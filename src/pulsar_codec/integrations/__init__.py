@@ -1,0 +1,1 @@
+"""Engines that run the pipeline: one package per engine."""
