@@ -45,7 +45,9 @@ def _backend_params():
         if name == "cython":
             marks.append(pytest.mark.compiled)
             if not _backend.compiled_available():
-                marks.append(pytest.mark.skip(reason=f"compiled kernels unavailable: {_backend.compiled_import_error()}"))
+                marks.append(
+                    pytest.mark.skip(reason=f"compiled kernels unavailable: {_backend.compiled_import_error()}")
+                )
         params.append(pytest.param(name, marks=marks, id=name))
     return params
 

@@ -7,9 +7,12 @@ Environment switches (read at build time):
   PULSAR_CODEC_SANITIZE=1            AddressSanitizer + UndefinedBehaviorSanitizer
 """
 
+from __future__ import annotations
+
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -18,7 +21,8 @@ HERE = Path(__file__).parent
 KERNELS = HERE / "src" / "pulsar_codec" / "_kernels"
 
 
-def flag(name):
+def flag(name: str) -> bool:
+    """Whether an environment switch is set (anything but empty, 0, false, no)."""
     return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
 
 
@@ -28,7 +32,8 @@ DEBUG = flag("PULSAR_CODEC_DEBUG")
 SANITIZE = flag("PULSAR_CODEC_SANITIZE")
 
 
-def extensions():
+def extensions() -> list[Extension]:
+    """The kernels to compile: every ``*_c.pyx`` under src/pulsar_codec/_kernels (none when disabled)."""
     if NO_EXTENSIONS:
         return []
     try:
@@ -38,13 +43,14 @@ def extensions():
             raise
         print("pulsar_codec: Cython is not available, installing the pure-Python twin", file=sys.stderr)
         return []
+    ldflags: list[str] = []
     if sys.platform == "win32":
-        cflags, ldflags = ["/O2", "/std:c11"], []
+        cflags = ["/O2", "/std:c11"]
     elif DEBUG:
-        cflags, ldflags = ["-O0", "-g", "-UNDEBUG", "-std=c11"], []
+        cflags = ["-O0", "-g", "-UNDEBUG", "-std=c11"]
     else:
-        cflags, ldflags = ["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-function",
-                           "-Wno-unused-parameter", "-Wno-unreachable-code"], []
+        warnings = ["-Wall", "-Wextra", "-Wno-unused-function", "-Wno-unused-parameter", "-Wno-unreachable-code"]
+        cflags = ["-O3", "-std=c11", *warnings]
     if SANITIZE and sys.platform != "win32":
         san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
         cflags += san
@@ -60,28 +66,30 @@ def extensions():
         )
         for pyx in sorted(KERNELS.glob("*_c.pyx"))
     ]
-    directives = {"language_level": 3, "embedsignature": True, "binding": True}
+    # embedsignature + binding: inspect.signature works on the compiled functions (tests compare twins)
+    directives: dict[str, Any] = {"language_level": 3, "embedsignature": True, "binding": True}
     if DEBUG:
         directives.update(boundscheck=True, wraparound=True)
-    return cythonize(exts, compiler_directives=directives, quiet=True)
+    compiled: list[Extension] = cythonize(exts, compiler_directives=directives, quiet=True)
+    return compiled
 
 
 class OptionalBuildExt(build_ext):
     """Compile the kernels, but let the install succeed with the pure twin if the compiler fails."""
 
-    def run(self):
+    def run(self) -> None:
         try:
             super().run()
-        except Exception as exc:  # noqa: BLE001 - any compiler failure falls back
+        except Exception as exc:  # any compiler failure falls back
             self._fallback(exc)
 
-    def build_extension(self, ext):
+    def build_extension(self, ext: Extension) -> None:
         try:
             super().build_extension(ext)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self._fallback(exc)
 
-    def _fallback(self, exc):
+    def _fallback(self, exc: Exception) -> None:
         if REQUIRE:
             raise exc
         print(

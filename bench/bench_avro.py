@@ -37,9 +37,11 @@ import time
 
 import fastavro
 import pyarrow as pa
+import pytest
 
 import pulsar_codec as pc
-from pulsar_codec._kernels import _backend, wire
+from pulsar_codec import wire
+from pulsar_codec._kernels import _backend
 from pulsar_codec.cli._benchdata import EVENT, FLAT, SCHEMA_ID, SCHEMAS  # noqa: F401 - re-exported for bench_spark
 from pulsar_codec.cli._benchdata import event_record as _event
 from pulsar_codec.cli._benchdata import flat_record as _flat
@@ -65,9 +67,14 @@ def corpus(workload: str, rows: int) -> pa.Array:
     return _CACHE[key]
 
 
+# one registry Mapping per workload, kept: pc.decode reuses its decoder (parsed schemas, compiled
+# plans) for a registry it has seen, as an application decoding batch after batch does
+_REGISTRIES = {workload: {SCHEMA_ID: schema} for workload, schema in SCHEMAS.items()}
+
+
 def run_pulsar_codec(messages: pa.Array, workload: str, backend: str) -> pa.RecordBatch:
     with _backend.use(backend):
-        return pc.decode(messages, {SCHEMA_ID: SCHEMAS[workload]}, protocol=wire.CONFLUENT)
+        return pc.decode(messages, _REGISTRIES[workload], protocol=wire.CONFLUENT)
 
 
 def run_fastavro(messages: pa.Array, workload: str, with_schema: bool = False) -> pa.Table:
@@ -137,54 +144,49 @@ def run_fastavro_encode(rows: list, workload: str) -> pa.Array:
 
 # -- pytest-benchmark -------------------------------------------------------------------------------
 
-try:
-    import pytest
-except ImportError:  # pragma: no cover - script mode without pytest
-    pytest = None
-
-if pytest is not None:
-    BENCH_ROWS = int(os.environ.get("PULSAR_CODEC_BENCH_ROWS", "200000"))
-
-    @pytest.mark.parametrize("workload", list(SCHEMAS))
-    @pytest.mark.parametrize(
-        "peer", ["cython", "python", "fastavro", "fastavro-schema", "apache-avro", "apache-avro-schema"]
-    )
-    def test_decode(benchmark, workload, peer):
-        if peer == "cython" and not _backend.compiled_available():
-            pytest.skip("compiled kernels unavailable")
-        # the row-wise peers are 100x slower: time them on a tenth of the rows, report per row
-        rows = BENCH_ROWS if peer == "cython" else max(BENCH_ROWS // 10, 1000)
-        messages = corpus(workload, rows)
-        benchmark.group = f"avro-{workload}"
-        benchmark.extra_info.update(rows=rows, peer=peer)
-        if peer in ("cython", "python"):
-            batch = run_pulsar_codec(messages, workload, peer)
-            reference = run_pulsar_codec(messages[:500], workload, "python")
-            assert batch.slice(0, 500).equals(reference)
-            benchmark.pedantic(run_pulsar_codec, args=(messages, workload, peer), rounds=5 if peer == "cython" else 2)
-        elif peer in ("fastavro", "fastavro-schema"):
-            benchmark.pedantic(run_fastavro, args=(messages, workload, peer == "fastavro-schema"), rounds=2)
-        else:
-            benchmark.pedantic(run_apache_avro, args=(messages, workload, peer == "apache-avro-schema"), rounds=1)
+BENCH_ROWS = int(os.environ.get("PULSAR_CODEC_BENCH_ROWS", "200000"))
 
 
-    @pytest.mark.parametrize("workload", list(SCHEMAS))
-    @pytest.mark.parametrize("peer", ["cython", "python", "fastavro"])
-    def test_encode(benchmark, workload, peer):
-        if peer == "cython" and not _backend.compiled_available():
-            pytest.skip("compiled kernels unavailable")
-        rows = BENCH_ROWS if peer == "cython" else max(BENCH_ROWS // 10, 1000)
-        benchmark.group = f"avro-encode-{workload}"
-        benchmark.extra_info.update(rows=rows, peer=peer)
-        if peer == "fastavro":
-            benchmark.pedantic(run_fastavro_encode, args=(records(workload, rows), workload), rounds=2)
-            return
-        batch = encode_batch(workload, rows)
-        out = run_encode(batch, workload, peer)
-        # the framed corpus minus its prefixes: the same bytes fastavro wrote
-        expected = corpus(workload, rows).to_pylist()
-        assert out.to_pylist()[:200] == [m[5:] for m in expected[:200]]
-        benchmark.pedantic(run_encode, args=(batch, workload, peer), rounds=5 if peer == "cython" else 2)
+@pytest.mark.parametrize("workload", list(SCHEMAS))
+@pytest.mark.parametrize(
+    "peer", ["cython", "python", "fastavro", "fastavro-schema", "apache-avro", "apache-avro-schema"]
+)
+def test_decode(benchmark, workload, peer):
+    if peer == "cython" and not _backend.compiled_available():
+        pytest.skip("compiled kernels unavailable")
+    # the row-wise peers are 100x slower: time them on a tenth of the rows, report per row
+    rows = BENCH_ROWS if peer == "cython" else max(BENCH_ROWS // 10, 1000)
+    messages = corpus(workload, rows)
+    benchmark.group = f"avro-{workload}"
+    benchmark.extra_info.update(rows=rows, peer=peer)
+    if peer in ("cython", "python"):
+        batch = run_pulsar_codec(messages, workload, peer)
+        reference = run_pulsar_codec(messages[:500], workload, "python")
+        assert batch.slice(0, 500).equals(reference)
+        benchmark.pedantic(run_pulsar_codec, args=(messages, workload, peer), rounds=5 if peer == "cython" else 2)
+    elif peer in ("fastavro", "fastavro-schema"):
+        benchmark.pedantic(run_fastavro, args=(messages, workload, peer == "fastavro-schema"), rounds=2)
+    else:
+        benchmark.pedantic(run_apache_avro, args=(messages, workload, peer == "apache-avro-schema"), rounds=1)
+
+
+@pytest.mark.parametrize("workload", list(SCHEMAS))
+@pytest.mark.parametrize("peer", ["cython", "python", "fastavro"])
+def test_encode(benchmark, workload, peer):
+    if peer == "cython" and not _backend.compiled_available():
+        pytest.skip("compiled kernels unavailable")
+    rows = BENCH_ROWS if peer == "cython" else max(BENCH_ROWS // 10, 1000)
+    benchmark.group = f"avro-encode-{workload}"
+    benchmark.extra_info.update(rows=rows, peer=peer)
+    if peer == "fastavro":
+        benchmark.pedantic(run_fastavro_encode, args=(records(workload, rows), workload), rounds=2)
+        return
+    batch = encode_batch(workload, rows)
+    out = run_encode(batch, workload, peer)
+    # the framed corpus minus its prefixes: the same bytes fastavro wrote
+    expected = corpus(workload, rows).to_pylist()
+    assert out.to_pylist()[:200] == [m[5:] for m in expected[:200]]
+    benchmark.pedantic(run_encode, args=(batch, workload, peer), rounds=5 if peer == "cython" else 2)
 
 
 # -- script mode ------------------------------------------------------------------------------------
@@ -224,8 +226,13 @@ result = {call}
 peak[0] = max(peak[0], rss()); done[0] = True; t.join()
 print(peak[0] - base, payload)
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=os.path.dirname(os.path.abspath(__file__)),
+    )
     grow, payload = out.stdout.split()
     return int(grow), int(payload)
 
@@ -236,62 +243,81 @@ def _rate(value: float) -> str:
     return f"{value / 1e3:.0f}k" if value >= 1e4 else f"{value:.0f}"
 
 
-def main(argv=None) -> None:
+def _ratio(fast: float | None, base: float, digits: int = 0) -> str:
+    return f"{fast / base:,.{digits}f}x" if fast else "n/a"
+
+
+def _decode_row(workload: str, rows: int, peer_rows: int, repeat: int, compiled: bool) -> str:
+    """One row of the decode table: rates of every peer on ``workload``, ratios and peak memory."""
+    big = corpus(workload, rows)
+    small = corpus(workload, peer_rows)
+    c = None
+    if compiled:
+        run_pulsar_codec(big, workload, "cython")
+        c = rows / _best(lambda: run_pulsar_codec(big, workload, "cython"), repeat)
+    py = peer_rows / _best(lambda: run_pulsar_codec(small, workload, "python"), 2)
+    slow = workload == "complex-12"  # the no-schema recipes are quadratic there: time them once
+    fa = peer_rows / _best(lambda: run_fastavro(small, workload), 1 if slow else 2)
+    fas = peer_rows / _best(lambda: run_fastavro(small, workload, True), 2)
+    ap = peer_rows / _best(lambda: run_apache_avro(small, workload), 1)
+    aps = peer_rows / _best(lambda: run_apache_avro(small, workload, True), 1)
+    peak_c = "n/a"
+    if compiled:
+        grow, payload = _rss_growth(workload, rows)
+        peak_c = f"{grow / payload:.2f}x"
+    grow, payload = _rss_growth(workload, peer_rows, "fastavro-schema")
+    peak_fa = f"{grow / payload:.1f}x"
+    return (
+        f"| {workload} | {_rate(c) if c else 'n/a'} | {_rate(py)} | {_rate(fa)} | {_rate(fas)} | {_rate(ap)} "
+        f"| {_rate(aps)} | {_ratio(c, fa)} | {_ratio(c, fas)} | {py / ap:.2f}x | {py / aps:.2f}x "
+        f"| {peak_c} | {peak_fa} |"
+    )
+
+
+def _encode_row(workload: str, rows: int, peer_rows: int, repeat: int, compiled: bool) -> str:
+    """One row of the encode table: compiled, pure and fastavro rates on ``workload`` and the ratios."""
+    big = encode_batch(workload, rows)
+    small = encode_batch(workload, peer_rows)
+    recs = records(workload, peer_rows)
+    c = None
+    if compiled:
+        run_encode(big, workload, "cython")
+        c = rows / _best(lambda: run_encode(big, workload, "cython"), repeat)
+    py = peer_rows / _best(lambda: run_encode(small, workload, "python"), 2)
+    fa = peer_rows / _best(lambda: run_fastavro_encode(recs, workload), 2)
+    return f"| {workload} | {_rate(c) if c else 'n/a'} | {_rate(py)} | {_rate(fa)} | {_ratio(c, fa)} | {py / fa:.2f}x |"
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=200_000, help="rows for the compiled twin")
     ap.add_argument("--peer-rows", type=int, default=20_000, help="rows for the row-wise peers and the pure twin")
     ap.add_argument("--repeat", type=int, default=9, help="timed runs of the compiled twin (best is kept)")
     args = ap.parse_args(argv)
-    compiled = _backend.compiled_available()
-    print(f"Records/s, framed Confluent messages -> Arrow, single thread, best of several runs; compiled on "
-          f"{args.rows:,} rows, the others on {args.peer_rows:,}. fastavro recipe = `schemaless_reader` per "
-          "message + `pa.Table.from_pylist(rows)`; \"+ schema\" passes the Arrow schema to `from_pylist`. "
-          "Peak = RSS growth during one decode / payload bytes.\n")
-    print("| schema | compiled | pure | fastavro recipe | fastavro + schema | Apache avro | Apache + schema "
-          "| compiled / recipe | compiled / recipe + schema | pure / Apache | pure / Apache + schema "
-          "| peak compiled | peak recipe + schema |")
+    sizes = (args.rows, args.peer_rows, args.repeat, _backend.compiled_available())
+    print(
+        "Records/s, framed Confluent messages -> Arrow, single thread, best of several runs; compiled on "
+        f"{args.rows:,} rows, the others on {args.peer_rows:,}. fastavro recipe = `schemaless_reader` per "
+        'message + `pa.Table.from_pylist(rows)`; "+ schema" passes the Arrow schema to `from_pylist`. '
+        "Peak = RSS growth during one decode / payload bytes.\n"
+    )
+    print(
+        "| schema | compiled | pure | fastavro recipe | fastavro + schema | Apache avro | Apache + schema "
+        "| compiled / recipe | compiled / recipe + schema | pure / Apache | pure / Apache + schema "
+        "| peak compiled | peak recipe + schema |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for workload in SCHEMAS:
-        big = corpus(workload, args.rows)
-        small = corpus(workload, args.peer_rows)
-        rate = {}
-        if compiled:
-            run_pulsar_codec(big, workload, "cython")
-            rate["c"] = args.rows / _best(lambda: run_pulsar_codec(big, workload, "cython"), args.repeat)
-        rate["py"] = args.peer_rows / _best(lambda: run_pulsar_codec(small, workload, "python"), 2)
-        slow = workload == "complex-12"  # the no-schema recipes are quadratic there: time them once
-        rate["fa"] = args.peer_rows / _best(lambda: run_fastavro(small, workload), 1 if slow else 2)
-        rate["fas"] = args.peer_rows / _best(lambda: run_fastavro(small, workload, True), 2)
-        rate["ap"] = args.peer_rows / _best(lambda: run_apache_avro(small, workload), 1)
-        rate["aps"] = args.peer_rows / _best(lambda: run_apache_avro(small, workload, True), 1)
-        peak_c = "n/a"
-        if compiled:
-            grow, payload = _rss_growth(workload, args.rows)
-            peak_c = f"{grow / payload:.2f}x"
-        grow, payload = _rss_growth(workload, args.peer_rows, "fastavro-schema")
-        peak_fa = f"{grow / payload:.1f}x"
-        c = rate.get("c")
-        ratio = (lambda base: f"{c / base:,.0f}x") if c else (lambda base: "n/a")
-        print(f"| {workload} | {_rate(c) if c else 'n/a'} | {_rate(rate['py'])} | {_rate(rate['fa'])} "
-              f"| {_rate(rate['fas'])} | {_rate(rate['ap'])} | {_rate(rate['aps'])} | {ratio(rate['fa'])} "
-              f"| {ratio(rate['fas'])} | {rate['py'] / rate['ap']:.2f}x | {rate['py'] / rate['aps']:.2f}x "
-              f"| {peak_c} | {peak_fa} |")
-    print("\nEncode, Arrow RecordBatch -> Avro bodies (BinaryArray), records/s; fastavro = `schemaless_writer` per "
-          "record from ready-made dicts (the Arrow -> dict conversion it would need is not counted).\n")
+        print(_decode_row(workload, *sizes))
+    print(
+        "\nEncode, Arrow RecordBatch -> Avro bodies (BinaryArray), records/s; fastavro = `schemaless_writer` per "
+        "record from ready-made dicts (the Arrow -> dict conversion it would need is not counted).\n"
+    )
     print("| schema | compiled | pure | fastavro | compiled / fastavro | pure / fastavro |")
     print("|---|---:|---:|---:|---:|---:|")
     for workload in SCHEMAS:
-        big = encode_batch(workload, args.rows)
-        small = encode_batch(workload, args.peer_rows)
-        recs = records(workload, args.peer_rows)
-        c = None
-        if compiled:
-            run_encode(big, workload, "cython")
-            c = args.rows / _best(lambda: run_encode(big, workload, "cython"), args.repeat)
-        py = args.peer_rows / _best(lambda: run_encode(small, workload, "python"), 2)
-        fa = args.peer_rows / _best(lambda: run_fastavro_encode(recs, workload), 2)
-        print(f"| {workload} | {_rate(c) if c else 'n/a'} | {_rate(py)} | {_rate(fa)} "
-              f"| {f'{c / fa:.0f}x' if c else 'n/a'} | {py / fa:.2f}x |")
+        print(_encode_row(workload, *sizes))
+
 
 if __name__ == "__main__":
     main()

@@ -1,7 +1,7 @@
 """Split 1M INLINE KeyValue payloads: compiled vs pure twin vs a plain Python loop.
 
-    pytest bench/bench_keyvalue.py --benchmark-only --benchmark-group-by=group
-    python bench/bench_keyvalue.py        # one run, prints rows/s and the ratios
+pytest bench/bench_keyvalue.py --benchmark-only --benchmark-group-by=group
+python bench/bench_keyvalue.py        # one run, prints rows/s and the ratios
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import time
 import pyarrow as pa
 import pytest
 
-from pulsar_codec._kernels import _backend, keyvalue
+from pulsar_codec import keyvalue
+from pulsar_codec._kernels import _backend
 
 ROWS = int(os.environ.get("BENCH_KV_ROWS", 1_000_000))
 
@@ -82,8 +83,10 @@ def main() -> None:
     results["python loop"] = _best(lambda: python_loop(data), 1)
     print(f"split {ROWS:,} INLINE KeyValue payloads (best of runs)")
     for name, secs in results.items():
-        print(f"  {name:12s} {secs * 1e3:9.1f} ms  {ROWS / secs / 1e6:8.2f} M rows/s  "
-              f"compiled is {secs / results['compiled']:7.1f}x faster")
+        print(
+            f"  {name:12s} {secs * 1e3:9.1f} ms  {ROWS / secs / 1e6:8.2f} M rows/s  "
+            f"compiled is {secs / results['compiled']:7.1f}x faster"
+        )
 
 
 if __name__ == "__main__":

@@ -31,8 +31,8 @@ import pyarrow.parquet as pq
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_avro import EVENT, SCHEMA_ID, corpus
-
 from pulsar_codec import spark as pcs
+from pulsar_codec._kernels import _backend
 
 DATA_DIR = os.environ.get("PULSAR_CODEC_BENCH_DIR", os.path.join(tempfile.gettempdir(), "pulsar_codec_bench"))
 
@@ -110,7 +110,9 @@ def main(argv=None) -> dict:
 
     t0 = time.perf_counter()
     path = input_file(args.rows)
-    print(f"input: {path} ({os.path.getsize(path) / 1e6:.1f} MB, {args.rows} rows; ready in {time.perf_counter() - t0:.1f} s)")
+    print(
+        f"input: {path} ({os.path.getsize(path) / 1e6:.1f} MB, {args.rows} rows; ready in {time.perf_counter() - t0:.1f} s)"
+    )
     spark = pcs.session(
         "local[2]",
         "pulsar-codec-bench",
@@ -120,7 +122,7 @@ def main(argv=None) -> dict:
     try:
         check_same(spark, path)
         df = spark.read.parquet(path)
-        print(f"partitions: {df.rdd.getNumPartitions()}, backend: {pcs._backend.active().name}")
+        print(f"partitions: {df.rdd.getNumPartitions()}, backend: {_backend.active().name}")
         # warm both paths (JVM JIT, Python workers, imports) on a slice
         warm = df.limit(20_000)
         run_pulsar_codec(warm)

@@ -17,7 +17,8 @@ import time
 import pyarrow as pa
 import pytest
 
-from pulsar_codec._kernels import _backend, wire
+from pulsar_codec import wire
+from pulsar_codec._kernels import _backend
 
 ROWS = int(os.environ.get("BENCH_WIRE_ROWS", 1_000_000))
 
@@ -85,8 +86,10 @@ def main() -> None:
     results["python loop"] = _best(lambda: python_loop(msgs), 1)
     print(f"unframe {rows:,} Confluent messages (best of runs)")
     for name, secs in results.items():
-        print(f"  {name:12s} {secs * 1e3:9.1f} ms  {rows / secs / 1e6:8.2f} M msg/s  "
-              f"compiled is {secs / results['compiled']:7.1f}x faster")
+        print(
+            f"  {name:12s} {secs * 1e3:9.1f} ms  {rows / secs / 1e6:8.2f} M msg/s  "
+            f"compiled is {secs / results['compiled']:7.1f}x faster"
+        )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
-/* Avro batch decoder: interprets the flat decode program of pulsar_codec.avro.plan over a batch of
+/* Avro batch decoder: interprets the flat decode program of pulsar_codec.formats.avro.plan over a batch of
  * schemaless Avro bodies and appends to column builders (validity bytes, values/offsets, data).
- * Plain C11, no Python.h; driven by _avro_c.pyx with the GIL released.
- * Pure twin: src/pulsar_codec/_avro_py.py (same ops, same error codes, offsets and details).
+ * Plain C11, no Python.h; driven by _kernels/avro_c.pyx with the GIL released.
+ * Pure twin: src/pulsar_codec/_kernels/avro_py.py (same ops, same error codes, offsets and details).
  *
  * Builders: every slot keeps `length` committed elements. A container element (record, array, map,
  * union entry) is committed only after all its children are, so after a failed record every slot
@@ -9,7 +9,7 @@
  *
  * Allocation safety: before any reserve driven by the input, a length is checked against the bytes
  * left (`n > end - p`), and a block count against the bytes left divided by the smallest encoding
- * of one item; items of size zero draw on a per-message budget (PC_AVRO_ZERO_ITEMS). */
+ * of one item; items of size zero draw on a per-message budget (PC_ZERO_SIZE_ITEM_LIMIT). */
 #ifndef PC_AVRO_H
 #define PC_AVRO_H
 
@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pc_defs.h"
 #include "pc_status.h"
 
 #if defined(__GNUC__)
@@ -26,18 +27,6 @@
 #define PC_LIKELY(x) (x)
 #define PC_UNLIKELY(x) (x)
 #endif
-
-#define PC_AVRO_ZERO_ITEMS (1 << 20)
-
-enum { K_NULL, K_BOOL, K_I32, K_I64, K_F32, K_F64, K_RAW, K_BIN, K_LIST, K_MAP, K_STRUCT, K_UNION };
-
-enum {
-    O_NULL = 1, O_BOOL, O_INT, O_LONG, O_FLOAT, O_DOUBLE, O_INT_L, O_INT_F, O_INT_D, O_LONG_F, O_LONG_D,
-    O_FLOAT_D, O_STRING, O_BYTES, O_FIXED, O_ENUM, O_DEC_BYTES, O_DEC_FIXED, O_DURATION, O_RECORD,
-    O_ARRAY, O_MAP, O_UNION, O_SELECT, O_NULLFILL, O_DEFAULT, O_BRANCH_ERR,
-    O_SK_NOP = 30, O_SK_BOOL, O_SK_VARINT, O_SK_F32, O_SK_F64, O_SK_BYTES, O_SK_FIXED, O_SK_ARRAY,
-    O_SK_MAP, O_SK_RECORD, O_SK_UNION
-};
 
 typedef struct pc_abuf {
     uint8_t *p;
@@ -995,7 +984,7 @@ static int pc_avro_decode_hot(pc_slot *S, const pc_plan *pl, const uint8_t *buf,
             ctx.msg = buf + (int64_t)offs32[i] + skip;
             end = buf + offs32[i + 1];
         }
-        ctx.budget = PC_AVRO_ZERO_ITEMS;
+        ctx.budget = PC_ZERO_SIZE_ITEM_LIMIT;
         p = pc_hrow(&ctx, pl, H, nh, rec_valid, r, ctx.msg, end);
         if (PC_UNLIKELY(p != end)) {
             if (p != NULL) {
@@ -1051,7 +1040,7 @@ static int pc_avro_decode(pc_slot *S, const pc_plan *plans, const int32_t *plan_
             ctx.msg = buf + (int64_t)offs32[i] + skip;
             end = buf + offs32[i + 1];
         }
-        ctx.budget = PC_AVRO_ZERO_ITEMS;
+        ctx.budget = PC_ZERO_SIZE_ITEM_LIMIT;
         p = pl->ops[0].code == O_RECORD ? pc_arow(&ctx, pl, ctx.msg, end) : pc_arun(&ctx, pl, 0, ctx.msg, end);
         if (PC_UNLIKELY(p != end)) {
             if (p != NULL) {

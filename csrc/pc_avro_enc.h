@@ -1,7 +1,7 @@
 /* Avro batch encoder: writes one schemaless Avro body per row from Arrow column buffers, following
- * the flat encode program of pulsar_codec.avro.encoder (nodes bound to one batch's arrays).
- * Plain C11, no Python.h; driven by _avro_encode_c.pyx with the GIL released.
- * Pure twin: src/pulsar_codec/_avro_encode_py.py (same nodes, same bytes, same error tuples).
+ * the flat encode program of pulsar_codec.formats.avro.encoder (nodes bound to one batch's arrays).
+ * Plain C11, no Python.h; driven by _kernels/avro_encode_c.pyx with the GIL released.
+ * Pure twin: src/pulsar_codec/_kernels/avro_encode_py.py (same nodes, same bytes, same error tuples).
  *
  * A node reads element j of its Arrow array: `valid` (one byte per element, or NULL: no nulls),
  * `data` (int64 / double / uint8 values, 16-byte little-endian decimals, or a byte buffer that
@@ -16,23 +16,7 @@
 #include <string.h>
 
 #include "pc_bytes.h"
-
-enum {
-    E_NULL = 1, E_BOOL, E_INT, E_LONG, E_FLOAT, E_DOUBLE, E_BYTES, E_FIXED, E_ENUM, E_RECORD, E_ARRAY, E_MAP,
-    E_OPTION, E_DEC_BYTES, E_DEC_FIXED
-};
-
-/* kernel statuses (the shared Python wrapper turns them into EncodeError) */
-enum {
-    PC_ENC_NULL_VALUE = 1,    /* null where the schema has no null */
-    PC_ENC_NOT_NULL = 2,      /* a value where the schema is "null" */
-    PC_ENC_INT_RANGE = 3,     /* outside the Avro int range */
-    PC_ENC_FLOAT_RANGE = 4,   /* finite double that overflows a float */
-    PC_ENC_FIXED_SIZE = 5,    /* fixed_size_binary width differs from the Avro fixed size */
-    PC_ENC_ENUM_SYMBOL = 6,   /* a string that is not a symbol of the enum */
-    PC_ENC_DECIMAL_SIZE = 7,  /* unscaled decimal does not fit the Avro fixed */
-    PC_ENC_TOO_LARGE = 8      /* output over 2 GiB (int32 offsets) */
-};
+#include "pc_defs.h"
 
 typedef struct {
     uint8_t *p;

@@ -6,10 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 
-/* compile-time constants, so divisions by them become multiplications */
-#define PC_MS_PER_DAY INT64_C(86400000)
-#define PC_NS_PER_S INT64_C(1000000000)
-#define PC_NS_PER_DAY INT64_C(86400000000000)
+/* PC_MS_PER_DAY, PC_NS_PER_S, PC_NS_PER_DAY */
+#include "pc_defs.h"
 
 /* Offset of the first byte of the first ill-formed UTF-8 sequence in s[0:n], or -1 when the
  * whole span is well formed. Well formed = Unicode table 3-7: no overlongs, no surrogates, nothing

@@ -1,5 +1,6 @@
-/* Status codes shared by every compiled kernel; mirrored by pulsar_codec.errors.ErrorCode
- * (tests/test_errors.py checks that the two lists agree). Kernels never format text: they return
+/* Status codes shared by every kernel; pulsar_codec/_kernels/defs.py holds the same values (PC_X
+ * here is defs.X there) and pulsar_codec.errors.ErrorCode takes its values from defs.py
+ * (tests/test_kernels_defs.py checks all three agree). Kernels never format text: they return
  * one of these with the message index, the byte offset and an integer detail. */
 #ifndef PC_STATUS_H
 #define PC_STATUS_H

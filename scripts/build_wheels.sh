@@ -101,7 +101,7 @@ def sdist(path, root):
     rel = {n[len(top) + 1:] for n in names if n.startswith(top + "/")}
     problems = []
     headers = sorted(f"csrc/{p.name}" for p in (root / "csrc").glob("*.h"))
-    kernels = sorted(f"src/pulsar_codec/{p.name}" for p in (root / "src/pulsar_codec").glob("_*_c.pyx"))
+    kernels = sorted(f"src/pulsar_codec/_kernels/{p.name}" for p in (root / "src/pulsar_codec/_kernels").glob("*_c.pyx"))
     for need in headers + kernels + ["pyproject.toml", "setup.py", "conftest.py", "README.md"]:
         if need not in rel:
             problems.append(f"missing {need}")
@@ -120,7 +120,7 @@ def sdist(path, root):
 
 def kernels_in_sdist(path):
     with tarfile.open(path) as tar:
-        print(sum(1 for n in tar.getnames() if re.search(r"/src/pulsar_codec/_\w+_c\.pyx$", n)))
+        print(sum(1 for n in tar.getnames() if re.search(r"/src/pulsar_codec/_kernels/\w+_c\.pyx$", n)))
 
 
 def wheel(path, mode, n_kernels):
@@ -133,7 +133,7 @@ def wheel(path, mode, n_kernels):
                  if not n.startswith(("pulsar_codec/", "pulsar_codec-", "pulsar_codec.libs/"))]
     if "pulsar_codec/py.typed" not in names:
         problems.append("py.typed missing")
-    compiled = [n for n in names if re.fullmatch(r"pulsar_codec/_\w+_c\.[^/]*(\.so|\.pyd)", n)]
+    compiled = [n for n in names if re.fullmatch(r"pulsar_codec/_kernels/\w+_c\.[^/]*(\.so|\.pyd)", n)]
     if mode == "pure":
         if not name.endswith("-py3-none-any.whl"):
             problems.append(f"pure wheel has a platform tag: {name}")

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from pulsar_codec import avro
 from pulsar_codec._kernels import _backend
 from pulsar_codec.errors import AvroDecodeError, ErrorCode, PulsarCodecError, SchemaError
-
 from test_avro_support import encode, fastavro_read, norm_s, same_batch, schemas, values
 
 
@@ -59,7 +58,12 @@ def test_varint_limits(backend):
     assert ints == [2**31 - 1, -(2**31)]
     with pytest.raises(AvroDecodeError) as e:
         avro.Decoder("int").decode([b"\x00", zz(2**31)])
-    assert (e.value.code, e.value.index, e.value.offset, e.value.detail) == (ErrorCode.AVRO_INT_OUT_OF_RANGE, 1, 0, 2**31)
+    assert (e.value.code, e.value.index, e.value.offset, e.value.detail) == (
+        ErrorCode.AVRO_INT_OUT_OF_RANGE,
+        1,
+        0,
+        2**31,
+    )
     with pytest.raises(AvroDecodeError) as e:
         dec.decode([b"\x80" * 10 + b"\x01"])
     assert e.value.code == ErrorCode.AVRO_VARINT_TOO_LONG and e.value.offset == 0
@@ -75,8 +79,15 @@ def test_floats_nan_and_signed_zero(backend):
 
 
 def test_empty_things(backend):
-    dec = avro.Decoder(rec(("s", "string"), ("b", "bytes"), ("a", {"type": "array", "items": "int"}),
-                           ("m", {"type": "map", "values": "int"}), ("e", {"type": "record", "name": "E", "fields": []})))
+    dec = avro.Decoder(
+        rec(
+            ("s", "string"),
+            ("b", "bytes"),
+            ("a", {"type": "array", "items": "int"}),
+            ("m", {"type": "map", "values": "int"}),
+            ("e", {"type": "record", "name": "E", "fields": []}),
+        )
+    )
     b = dec.decode([b"\x00\x00\x00\x00"])
     assert b.to_pylist() == [{"s": "", "b": b"", "a": [], "m": [], "e": {}}]
     empty = avro.Decoder({"type": "record", "name": "X", "fields": []})
@@ -154,7 +165,13 @@ def test_logical_values(backend):
 
 
 def test_null_payloads_make_null_rows(backend):
-    dec = avro.Decoder(rec(("a", "long"), ("u", ["int", "string"]), ("r", {"type": "record", "name": "In", "fields": [{"name": "x", "type": "int"}]})))
+    dec = avro.Decoder(
+        rec(
+            ("a", "long"),
+            ("u", ["int", "string"]),
+            ("r", {"type": "record", "name": "In", "fields": [{"name": "x", "type": "int"}]}),
+        )
+    )
     bodies = [zz(1) + zz(0) + zz(5) + zz(7), None, zz(2) + zz(1) + zz(1) + b"s" + zz(8)]
     b = dec.decode(pa.array(bodies, pa.binary()))
     assert b.to_pylist() == [
@@ -183,7 +200,11 @@ def test_input_forms(backend):
 def test_deep_nesting(backend):
     schema: object = "int"
     for i in range(40):
-        schema = {"type": "record", "name": f"L{i}", "fields": [{"name": "x", "type": schema}, {"name": "a", "type": {"type": "array", "items": "int"}}]}
+        schema = {
+            "type": "record",
+            "name": f"L{i}",
+            "fields": [{"name": "x", "type": schema}, {"name": "a", "type": {"type": "array", "items": "int"}}],
+        }
     body = zz(7) + b"\x00" * 39 + b"\x02\x04\x00"  # innermost first; only the outermost array has an item
     b = avro.Decoder(schema).decode([body])
     v = b.to_pylist()[0]
@@ -304,7 +325,11 @@ def test_on_error_null(backend):
 # -- fastavro differential -------------------------------------------------------------------------
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 @given(st.data())
 def test_against_fastavro(backend, data):
     schema = data.draw(schemas())
@@ -331,7 +356,11 @@ def _outcome(dec, bodies, on_error="raise"):
         return "err", (type(exc), exc.code, exc.index, exc.offset, exc.detail, str(exc))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 @given(st.data())
 def test_mutated_bodies_parity(both_backends, data):
     schema = data.draw(schemas())
@@ -372,6 +401,8 @@ def test_mutated_bodies_parity(both_backends, data):
 
 
 def test_dates_round_trip_against_fastavro(backend):
-    schema = rec(("d", {"type": "int", "logicalType": "date"}), ("t", {"type": "long", "logicalType": "timestamp-micros"}))
-    records = [{"d": datetime.date(2024, 2, 29), "t": datetime.datetime(2024, 1, 1, 12, 0, 0, 5, tzinfo=datetime.timezone.utc)}]
+    schema = rec(
+        ("d", {"type": "int", "logicalType": "date"}), ("t", {"type": "long", "logicalType": "timestamp-micros"})
+    )
+    records = [{"d": datetime.date(2024, 2, 29), "t": datetime.datetime(2024, 1, 1, 12, 0, 0, 5, tzinfo=datetime.UTC)}]
     assert avro.Decoder(schema).decode(encode(schema, records)).to_pylist() == records

@@ -16,9 +16,8 @@ from hypothesis import strategies as st
 
 from pulsar_codec import avro
 from pulsar_codec._kernels import _backend
-from pulsar_codec.formats.avro import encoder as encoder_mod
 from pulsar_codec.errors import EncodeError
-
+from pulsar_codec.formats.avro import encoder as encoder_mod
 from test_avro_support import encode, schemas, values
 
 
@@ -122,7 +121,9 @@ def both(enc, batch, both_backends):
 
 def test_int_range_and_float_overflow(both_backends):
     batch = pa.record_batch({"i": pa.array([1, 2**31], pa.int64()), "f": pa.array([1.0, 1e39])})
-    enc = avro.Encoder({"type": "record", "name": "R", "fields": [{"name": "i", "type": "int"}, {"name": "f", "type": "float"}]})
+    enc = avro.Encoder(
+        {"type": "record", "name": "R", "fields": [{"name": "i", "type": "int"}, {"name": "f", "type": "float"}]}
+    )
     res = both(enc, batch, both_backends)
     assert res[0] == "error" and res[3] == 1 and "R.i" in res[2] and "2147483648" in res[2]
     ok = pa.record_batch({"i": pa.array([3], pa.int8()), "f": pa.array([1e39])})
@@ -172,14 +173,18 @@ def test_rescale_overflow_is_an_error_not_a_wrapped_value(both_backends):
     # 9999-12-31 in microseconds is past int64 in nanoseconds: the multiplication used to wrap
     # silently (the body then decoded as 1816-03-29)
     enc = avro.Encoder(_logical("timestamp-nanos", "long"))
-    batch = pa.record_batch({"v": pa.array([datetime.datetime(2020, 1, 1), datetime.datetime(9999, 12, 31)], pa.timestamp("us"))})
+    batch = pa.record_batch(
+        {"v": pa.array([datetime.datetime(2020, 1, 1), datetime.datetime(9999, 12, 31)], pa.timestamp("us"))}
+    )
     for res in (both(enc, batch, both_backends), outcome(lambda: row_path(enc, batch))):
         assert res[0] == "error" and res[1] is EncodeError and res[3] == 1, res
         assert "timestamp-nanos" in res[2]
     # nulls and in-range values still take the columnar path and round-trip
     ok = pa.record_batch({"v": pa.array([datetime.datetime(2020, 1, 1), None], pa.timestamp("us"))})
     assert avro.Decoder(enc.schema).decode(both(enc, ok, both_backends)[1]).column(0).cast(pa.int64()).to_pylist() == [
-        1_577_836_800 * 10**9, None]
+        1_577_836_800 * 10**9,
+        None,
+    ]
     # beyond what datetime can hold: still an EncodeError, never an OverflowError
     far = pa.record_batch({"v": pa.array([2**62], pa.timestamp("s"))})
     assert both(avro.Encoder(_logical("timestamp-millis", "long")), far, both_backends)[0] == "error"
@@ -224,7 +229,11 @@ def test_decimals(both_backends, fixed):
 
 
 def test_enum_from_strings_and_dictionaries(both_backends):
-    schema = {"type": "record", "name": "R", "fields": [{"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B"]}}]}
+    schema = {
+        "type": "record",
+        "name": "R",
+        "fields": [{"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B"]}}],
+    }
     enc = avro.Encoder(schema)
     for col in (pa.array(["B", "A"]), pa.array(["B", "A"]).dictionary_encode()):
         res = both(enc, pa.record_batch({"e": col}), both_backends)
@@ -235,11 +244,20 @@ def test_enum_from_strings_and_dictionaries(both_backends):
 
 
 def test_tombstones_and_chunked_tables(both_backends):
-    schema = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}, {"name": "m", "type": {"type": "map", "values": "int"}}]}
+    schema = {
+        "type": "record",
+        "name": "R",
+        "fields": [{"name": "a", "type": "long"}, {"name": "m", "type": {"type": "map", "values": "int"}}],
+    }
     t = pa.table(
         {
             "a": pa.chunked_array([pa.array([1, None], pa.int64()), pa.array([3], pa.int64())]),
-            "m": pa.chunked_array([pa.array([[("k", 1)], None], pa.map_(pa.string(), pa.int32())), pa.array([[]], pa.map_(pa.string(), pa.int32()))]),
+            "m": pa.chunked_array(
+                [
+                    pa.array([[("k", 1)], None], pa.map_(pa.string(), pa.int32())),
+                    pa.array([[]], pa.map_(pa.string(), pa.int32())),
+                ]
+            ),
         }
     )
     res = both(avro.Encoder(schema), t, both_backends)
@@ -249,7 +267,11 @@ def test_tombstones_and_chunked_tables(both_backends):
 
 def test_unbindable_pairings_use_the_row_writer(both_backends):
     # a general union and a uint64 column: the row path, same result on both backends
-    schema = {"type": "record", "name": "R", "fields": [{"name": "u", "type": ["null", "long", "string"]}, {"name": "n", "type": "long"}]}
+    schema = {
+        "type": "record",
+        "name": "R",
+        "fields": [{"name": "u", "type": ["null", "long", "string"]}, {"name": "n", "type": "long"}],
+    }
     batch = pa.record_batch({"u": pa.array([None, None]), "n": pa.array([1, 2], pa.uint64())})
     res = both(avro.Encoder(schema), batch, both_backends)
     assert res == ("ok", [b"\x00\x02", b"\x00\x04"])

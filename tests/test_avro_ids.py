@@ -14,9 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pulsar_codec as pc
-from pulsar_codec import pipeline as _pipeline, wire
+from pulsar_codec import _unframe, wire
 from pulsar_codec.errors import ErrorCode, SchemaNotFoundError, WireFormatError
-
 from test_avro_support import encode
 
 V1 = {"type": "record", "name": "User", "fields": [{"name": "id", "type": "int"}, {"name": "name", "type": "string"}]}
@@ -56,7 +55,12 @@ def test_guid_ids_are_looked_up_as_uuids(backend):
     assert batch.column("id").to_pylist() == [0, 1, 2, None]
     assert client.calls == [G1] and isinstance(client.calls[0], uuid.UUID)
     # a mapping keyed by the GUID's string form works too
-    assert pc.decode(msgs, {str(G1): V1}, protocol="confluent-guid").column("name").to_pylist() == ["n0", "n1", "n2", None]
+    assert pc.decode(msgs, {str(G1): V1}, protocol="confluent-guid").column("name").to_pylist() == [
+        "n0",
+        "n1",
+        "n2",
+        None,
+    ]
     with pytest.raises(SchemaNotFoundError, match=str(G1)):
         pc.decode(msgs, {G2: V1}, protocol=wire.CONFLUENT_GUID)
 
@@ -130,8 +134,10 @@ def test_fast_path_errors_fall_back_to_the_general_path(backend):
 
 
 def test_reader_defaults_to_the_highest_id(backend):
-    msgs = [wire.CONFLUENT.pack(2, body(V2, {"id": 1, "name": "a", "email": "e"})),
-            wire.CONFLUENT.pack(1, body(V1, {"id": 2, "name": "b"}))]
+    msgs = [
+        wire.CONFLUENT.pack(2, body(V2, {"id": 1, "name": "a", "email": "e"})),
+        wire.CONFLUENT.pack(1, body(V1, {"id": 2, "name": "b"})),
+    ]
     assert pc.decode(msgs, {1: V1, 2: V2}).schema.names == ["id", "name", "email"]
 
 
@@ -195,5 +201,5 @@ def test_unframe_without_views(both_backends):
 
 
 def test_pipeline_keys_for_the_registry():
-    assert _pipeline._registry_key(np.int64(7)) == 7 and type(_pipeline._registry_key(np.int64(7))) is int
-    assert _pipeline._registry_key(G1.bytes) == G1
+    assert _unframe.registry_key(np.int64(7)) == 7 and type(_unframe.registry_key(np.int64(7))) is int
+    assert _unframe.registry_key(G1.bytes) == G1

@@ -4,11 +4,11 @@ of a batch, chunked inputs, both on_error modes. Same batch, or the same error, 
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_avro_support import encode, same_batch, schemas, values
 
 from pulsar_codec import avro
 from pulsar_codec._kernels import _backend
 from pulsar_codec.errors import AvroDecodeError, PulsarCodecError
+from test_avro_support import encode, same_batch, schemas, values
 
 
 def _outcome(decoder, bodies, on_error):

@@ -13,7 +13,6 @@ import pytest
 import pulsar_codec as pc
 from pulsar_codec import avro, wire
 from pulsar_codec.errors import AvroDecodeError, ErrorCode, SchemaError, SchemaNotFoundError, WireFormatError
-
 from test_avro_support import encode
 
 V1 = {"type": "record", "name": "User", "fields": [{"name": "id", "type": "int"}, {"name": "name", "type": "string"}]}
@@ -148,11 +147,44 @@ SCHEMA = {
     ],
 }
 RECORDS = [
-    dict(b=True, i=-3, l=2**40, f=1.5, d=-2.25, s="héllo", y=b"\x00\xff", n=None, u=7, e="B", fx=b"ab", a=[1, 2],
-         m={"k": 1.0}, r={"x": 1}, dec=decimal.Decimal("-12.34"), dt=datetime.date(2020, 5, 17),
-         ts=datetime.datetime(2021, 1, 2, 3, 4, 5, 6, tzinfo=datetime.timezone.utc)),
-    dict(b=False, i=0, l=-1, f=0.0, d=1e300, s="", y=b"", n="x", u="s", e="A", fx=b"\0\0", a=[], m={}, r={"x": -1},
-         dec=decimal.Decimal("0.00"), dt=datetime.date(1960, 1, 1), ts=datetime.datetime(1969, 12, 31, 23, 59, 59, tzinfo=datetime.timezone.utc)),
+    dict(
+        b=True,
+        i=-3,
+        l=2**40,
+        f=1.5,
+        d=-2.25,
+        s="héllo",
+        y=b"\x00\xff",
+        n=None,
+        u=7,
+        e="B",
+        fx=b"ab",
+        a=[1, 2],
+        m={"k": 1.0},
+        r={"x": 1},
+        dec=decimal.Decimal("-12.34"),
+        dt=datetime.date(2020, 5, 17),
+        ts=datetime.datetime(2021, 1, 2, 3, 4, 5, 6, tzinfo=datetime.UTC),
+    ),
+    dict(
+        b=False,
+        i=0,
+        l=-1,
+        f=0.0,
+        d=1e300,
+        s="",
+        y=b"",
+        n="x",
+        u="s",
+        e="A",
+        fx=b"\0\0",
+        a=[],
+        m={},
+        r={"x": -1},
+        dec=decimal.Decimal("0.00"),
+        dt=datetime.date(1960, 1, 1),
+        ts=datetime.datetime(1969, 12, 31, 23, 59, 59, tzinfo=datetime.UTC),
+    ),
 ]
 
 
@@ -168,7 +200,9 @@ def test_encoder_round_trips(backend):
 
 def test_pc_encode_then_decode(backend):
     batch = avro.Decoder(SCHEMA).decode(encode(SCHEMA, RECORDS))
-    batch = batch.replace_schema_metadata({b"avro.schema": pa.py_buffer(__import__("json").dumps(SCHEMA).encode()).to_pybytes()})
+    batch = batch.replace_schema_metadata(
+        {b"avro.schema": pa.py_buffer(__import__("json").dumps(SCHEMA).encode()).to_pybytes()}
+    )
     registry: dict = {}
     framed_msgs = pc.encode(batch, registry, "all-value")
     assert list(registry) == [1]

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from pulsar_codec import avro
 from pulsar_codec.errors import AvroDecodeError, ErrorCode, SchemaError
-
 from test_avro_support import _Names, encode, fastavro_read, norm_s, schemas, values
 
 _SETTINGS = settings(
@@ -21,7 +20,12 @@ _SETTINGS = settings(
 
 
 def rec(name, *fields, **extra):
-    return {"type": "record", "name": name, "fields": [dict(name=f[0], type=f[1], **(f[2] if len(f) > 2 else {})) for f in fields], **extra}
+    return {
+        "type": "record",
+        "name": name,
+        "fields": [dict(name=f[0], type=f[1], **(f[2] if len(f) > 2 else {})) for f in fields],
+        **extra,
+    }
 
 
 def roundtrip(writer, reader, records):
@@ -34,8 +38,28 @@ def roundtrip(writer, reader, records):
 
 
 def test_promotions(backend):
-    w = rec("R", ("a", "int"), ("b", "int"), ("c", "int"), ("d", "long"), ("e", "long"), ("f", "float"), ("g", "string"), ("h", "bytes"))
-    r = rec("R", ("a", "long"), ("b", "float"), ("c", "double"), ("d", "float"), ("e", "double"), ("f", "double"), ("g", "bytes"), ("h", "string"))
+    w = rec(
+        "R",
+        ("a", "int"),
+        ("b", "int"),
+        ("c", "int"),
+        ("d", "long"),
+        ("e", "long"),
+        ("f", "float"),
+        ("g", "string"),
+        ("h", "bytes"),
+    )
+    r = rec(
+        "R",
+        ("a", "long"),
+        ("b", "float"),
+        ("c", "double"),
+        ("d", "float"),
+        ("e", "double"),
+        ("f", "double"),
+        ("g", "bytes"),
+        ("h", "string"),
+    )
     recs = [dict(a=-5, b=16777217, c=2**31 - 1, d=2**62 + 1, e=-(2**53) - 1, f=1.5, g="é", h=b"ok")]
     b = roundtrip(w, r, recs)
     assert b.schema.field("b").type.bit_width == 32 and b.column("g").to_pylist() == ["é".encode()]
@@ -47,7 +71,17 @@ def test_skip_writer_only_fields_and_fill_defaults(backend):
         "R",
         ("keep", "long"),
         ("gone_arr", {"type": "array", "items": {"type": "map", "values": ["null", "string"]}}),
-        ("gone_rec", {"type": "record", "name": "G", "fields": [{"name": "y", "type": "string"}, {"name": "z", "type": {"type": "fixed", "name": "Fx", "size": 3}}]}),
+        (
+            "gone_rec",
+            {
+                "type": "record",
+                "name": "G",
+                "fields": [
+                    {"name": "y", "type": "string"},
+                    {"name": "z", "type": {"type": "fixed", "name": "Fx", "size": 3}},
+                ],
+            },
+        ),
         ("gone_u", ["null", "double", {"type": "enum", "name": "E0", "symbols": ["A"]}]),
         ("tail", "string"),
     )
@@ -75,14 +109,23 @@ def test_skip_writer_only_fields_and_fill_defaults(backend):
 def test_bytes_and_fixed_defaults(backend):
     # JSON defaults of bytes and fixed are strings of code points 0-255 (fastavro returns them as str)
     w = rec("R", ("a", "int"))
-    r = rec("R", ("a", "int"), ("b", "bytes", {"default": "\u00ff\u0001"}),
-            ("f", {"type": "fixed", "name": "F2", "size": 2}, {"default": "ab"}))
+    r = rec(
+        "R",
+        ("a", "int"),
+        ("b", "bytes", {"default": "\u00ff\u0001"}),
+        ("f", {"type": "fixed", "name": "F2", "size": 2}, {"default": "ab"}),
+    )
     assert avro.Decoder(r, w).decode(encode(w, [{"a": 1}])).to_pylist() == [{"a": 1, "b": b"\xff\x01", "f": b"ab"}]
 
 
 def test_aliases(backend):
     w = {"type": "record", "name": "Old", "namespace": "x", "fields": [{"name": "n", "type": "int"}]}
-    r = {"type": "record", "name": "New", "aliases": ["x.Old"], "fields": [{"name": "m", "type": "long", "aliases": ["n"]}]}
+    r = {
+        "type": "record",
+        "name": "New",
+        "aliases": ["x.Old"],
+        "fields": [{"name": "m", "type": "long", "aliases": ["n"]}],
+    }
     assert avro.Decoder(r, w).decode(encode(w, [{"n": 4}])).to_pylist() == [{"m": 4}]
     # namespaces do not matter: unqualified names match (Avro Java 1.10+)
     r2 = {"type": "record", "name": "Old", "namespace": "other", "fields": [{"name": "n", "type": "int"}]}
@@ -99,7 +142,12 @@ def test_enum_mapping(backend):
     assert dec.decode(encode(w, ["A", "C"])).column(0).to_pylist() == ["A", "C"]
     with pytest.raises(AvroDecodeError) as e:
         dec.decode(encode(w, ["A", "B"]))
-    assert (e.value.code, e.value.index, e.value.offset, e.value.detail) == (ErrorCode.AVRO_UNKNOWN_ENUM_SYMBOL, 1, 0, 1)
+    assert (e.value.code, e.value.index, e.value.offset, e.value.detail) == (
+        ErrorCode.AVRO_UNKNOWN_ENUM_SYMBOL,
+        1,
+        0,
+        1,
+    )
 
 
 def test_union_resolution(backend):
@@ -128,9 +176,17 @@ def test_union_resolution(backend):
         (rec("R", ("a", "int")), rec("R", ("a", "int"), ("b", "int")), "R.b"),
         (rec("R", ("a", "string")), rec("R", ("a", "int")), "R.a"),
         (rec("R", ("a", "long")), rec("R", ("a", "int")), "R.a"),
-        (rec("R", ("a", {"type": "fixed", "name": "F", "size": 2})), rec("R", ("a", {"type": "fixed", "name": "F", "size": 3})), "R.a"),
+        (
+            rec("R", ("a", {"type": "fixed", "name": "F", "size": 2})),
+            rec("R", ("a", {"type": "fixed", "name": "F", "size": 3})),
+            "R.a",
+        ),
         (rec("R", ("a", "int")), rec("S", ("a", "int")), "S"),
-        (rec("R", ("a", {"type": "array", "items": "string"})), rec("R", ("a", {"type": "array", "items": "int"})), "R.a[]"),
+        (
+            rec("R", ("a", {"type": "array", "items": "string"})),
+            rec("R", ("a", {"type": "array", "items": "int"})),
+            "R.a[]",
+        ),
         (rec("R", ("a", ["null", "string"])), rec("R", ("a", "int")), "R.a"),
     ],
 )
@@ -149,7 +205,12 @@ def test_bad_default_is_a_schema_error():
 
 # -- hypothesis: evolve a writer schema into a compatible reader ---------------------------------
 
-_PROMOTE = {"int": ["long", "float", "double"], "long": ["float", "double"], "float": ["double"], "string": ["bytes"]}  # bytes->string only in golden tests (bytes need not be UTF-8)
+_PROMOTE = {
+    "int": ["long", "float", "double"],
+    "long": ["float", "double"],
+    "float": ["double"],
+    "string": ["bytes"],
+}  # bytes->string only in golden tests (bytes need not be UTF-8)
 _NEW_FIELDS = [
     ("long", 7),
     ("string", "dflt"),
@@ -206,7 +267,11 @@ def _string_bytes_union(schema) -> bool:
 def test_evolved_against_fastavro(backend, data):
     names = _Names()
     n = data.draw(st.integers(1, 4))
-    writer = {"type": "record", "name": "Top", "fields": [{"name": f"w{i}", "type": data.draw(schemas(1, names))} for i in range(n)]}
+    writer = {
+        "type": "record",
+        "name": "Top",
+        "fields": [{"name": f"w{i}", "type": data.draw(schemas(1, names))} for i in range(n)],
+    }
     # fastavro resolves a ["string", "bytes"] union branch by promotion before the exact match
     assume(not _string_bytes_union(writer))
     reader = evolve(data.draw, writer)

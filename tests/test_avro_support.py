@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 
 
 def encode(schema: Any, records: list) -> list[bytes]:
-    parsed = fastavro.parse_schema(schema, _write_hint=False) if isinstance(schema, dict) else fastavro.parse_schema(schema)
+    parsed = (
+        fastavro.parse_schema(schema, _write_hint=False) if isinstance(schema, dict) else fastavro.parse_schema(schema)
+    )
     out = []
     for r in records:
         buf = io.BytesIO()
@@ -102,7 +104,14 @@ def schemas(draw, depth: int = 0, names: _Names | None = None, allow_union: bool
     if kind == "fixed":
         return {"type": "fixed", "name": names.next("F"), "size": draw(st.integers(0, 6))}
     if kind == "decfixed":
-        return {"type": "fixed", "name": names.next("D"), "size": 8, "logicalType": "decimal", "precision": 15, "scale": 2}
+        return {
+            "type": "fixed",
+            "name": names.next("D"),
+            "size": 8,
+            "logicalType": "decimal",
+            "precision": 15,
+            "scale": 2,
+        }
     if kind == "record":
         k = draw(st.integers(0, 4))
         fields = [{"name": f"f{i}", "type": draw(schemas(depth + 1, names))} for i in range(k)]
@@ -117,8 +126,14 @@ def schemas(draw, depth: int = 0, names: _Names | None = None, allow_union: bool
             inner = "long"
         return draw(st.sampled_from([["null", inner], [inner, "null"]]))
     # general union: distinct unnamed kinds plus at most one record
-    branches = draw(st.lists(st.sampled_from(["null", "boolean", "long", "double", "string", "bytes"]), min_size=1,
-                             max_size=4, unique=True))
+    branches = draw(
+        st.lists(
+            st.sampled_from(["null", "boolean", "long", "double", "string", "bytes"]),
+            min_size=1,
+            max_size=4,
+            unique=True,
+        )
+    )
     if draw(st.booleans()):
         branches.append({"type": "record", "name": names.next("U"), "fields": [{"name": "x", "type": "int"}]})
     if branches in (["null"],):
@@ -128,7 +143,7 @@ def schemas(draw, depth: int = 0, names: _Names | None = None, allow_union: bool
     return branches
 
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def values(schema: Any) -> st.SearchStrategy:
@@ -158,7 +173,7 @@ def values(schema: Any) -> st.SearchStrategy:
         base = st.datetimes(datetime.datetime(1900, 1, 1), datetime.datetime(2200, 1, 1))
         if lt == "timestamp-millis":
             base = base.map(lambda d: d.replace(microsecond=d.microsecond // 1000 * 1000))
-        return base.map(lambda d: d.replace(tzinfo=datetime.timezone.utc))
+        return base.map(lambda d: d.replace(tzinfo=datetime.UTC))
     if lt in ("local-timestamp-millis", "local-timestamp-micros"):
         base = st.datetimes(datetime.datetime(1900, 1, 1), datetime.datetime(2200, 1, 1))
         if lt == "local-timestamp-millis":

@@ -866,3 +866,108 @@ def test_evolution_verdicts_match_avro_reference_port(pair):
     w = avro_schema.parse(json.dumps(writer))
     theirs = avro_compat.ReaderWriterCompatibilityChecker().get_compatibility(r, w).compatibility
     assert bool(ours) is (theirs is avro_compat.SchemaCompatibilityType.compatible), ours.reasons
+
+
+# --------------------------------------------------------------------------------------------
+# one schema model: the rules run on the decoder's parsed schemas; rules are found per format
+
+RICH = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "doc": "an order",
+    "aliases": ["Old", "legacy.Order"],
+    "x-owner": "team-a",
+    "fields": [
+        {"name": "id", "type": {"type": "long", "logicalType": "timestamp-millis"}, "doc": "when"},
+        {"name": "state", "type": {"type": "enum", "name": "State", "symbols": ["NEW", "DONE"], "default": "NEW"}},
+        {"name": "prev", "type": ["null", "State"], "default": None, "aliases": ["previous"]},
+        {"name": "err", "type": {"type": "error", "name": "Failure", "namespace": "", "fields": []}},
+        {"name": "tags", "type": {"type": "map", "values": {"type": "string", "x": 1}}, "order": "ignore"},
+    ],
+}
+
+
+def test_canonical_form_is_stable():
+    # registries store this fingerprint (LocalRegistry's SQLite file): it must not drift
+    assert compat.canonical_form(RICH) == (
+        '{"aliases":["legacy.Order","shop.Old"],"doc":"an order","fields":[{"doc":"when","name":"id","type":'
+        '{"logicalType":"timestamp-millis","type":"long"}},{"name":"state","type":{"default":"NEW","name":'
+        '"shop.State","symbols":["NEW","DONE"],"type":"enum"}},{"aliases":["previous"],"default":null,"name":'
+        '"prev","type":["null","shop.State"]},{"name":"err","type":{"fields":[],"name":"Failure","type":"record"}},'
+        '{"name":"tags","order":"ignore","type":{"type":"map","values":{"type":"string","x":1}}}],"name":'
+        '"shop.Order","type":"record","x-owner":"team-a"}'
+    )
+    assert compat.fingerprint(RICH) == "3040277e256e74c197c14e00ab1240829b7c30ed3f30c42f1a8cd7c8a6da5cbb"
+
+
+def test_rules_run_on_the_decoder_schema_model():
+    from pulsar_codec.formats.avro import schema as avro_schema
+
+    reader = avro_schema.parse(rec("R", f("a", "long"), f("b", "string", default="")))
+    writer = avro_schema.parse(rec("R", f("a", "int")))
+    assert check(reader, writer)
+    result = check(writer, reader)
+    assert not result and [i.kind for i in result.incompatibilities] == ["TYPE_MISMATCH"]
+    parsed = compat.parse(reader)
+    assert parsed.root is reader and parsed.name == "R"
+    # the canonical form of a parsed node is the one of its text (the model keeps these attributes)
+    assert parsed.canonical == compat.canonical_form(rec("R", f("a", "long"), f("b", "string", default="")))
+
+
+def test_recursive_schema_is_one_cyclic_model():
+    from pulsar_codec.formats.avro import schema as avro_schema
+
+    root = compat.parse(LINKED).root
+    assert isinstance(root, avro_schema.Record)
+    assert root.fields[1].type.branches[1] is root
+    with pytest.raises(SchemaError, match="recursive"):
+        avro_schema.parse(LINKED)  # the decoder still refuses it
+
+
+def test_shared_parser_errors_reach_the_checks():
+    # the decoder's parser validates names as Avro Java does
+    with pytest.raises(SchemaError, match="invalid Avro name"):
+        check(rec("my-record", f("a", "int")), "int")
+    deep = "int"
+    for _ in range(3000):
+        deep = {"type": "map", "values": deep}
+    with pytest.raises(SchemaError, match="nested too deeply"):
+        check("int", deep)
+
+
+def test_rules_are_found_per_schema_type():
+    from pulsar_codec.formats.avro import compat as avro_rules
+
+    assert compat.rules_for("AVRO") is avro_rules
+    assert compat.rules_for("avro") is avro_rules
+    for without_rules in ("JSON", "PROTOBUF", "KEY_VALUE", "../avro", ""):
+        assert compat.rules_for(without_rules) is None
+    with pytest.raises(SchemaError, match="no compatibility rules for JSON"):
+        check("{}", "{}", schema_type="JSON")
+
+
+def test_strategy_over_a_format_without_rules_checks_only_the_level():
+    old, new = '{"type": "object"}', '{"type": "string"}'
+    for strategy in Strategy:
+        expected = not strategy.never_compatible
+        assert bool(check_strategy(new, [old], strategy, schema_type="JSON")) is expected
+    assert check_strategy("not even JSON", [], "BACKWARD", schema_type="PROTOBUF")
+
+
+def test_strategy_is_a_str_enum():
+    assert str(Strategy.FULL_TRANSITIVE) == "FULL_TRANSITIVE" and f"{Strategy.NONE}" == "NONE"
+    assert json.dumps({"compatibility": Strategy.BACKWARD}) == '{"compatibility": "BACKWARD"}'
+
+
+def test_format_rules_load_on_first_use():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pulsar_codec.registry, pulsar_codec.compat as c\n"
+        "assert 'pulsar_codec.formats.avro' not in sys.modules\n"
+        "assert c.check('long', 'int') and 'pulsar_codec.formats.avro.compat' in sys.modules\n"
+        "assert c.parse is sys.modules['pulsar_codec.formats.avro.compat'].parse\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import io
 import json
 import struct
 import warnings
@@ -16,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pulsar_codec import errors, keyvalue, wire
-from pulsar_codec.pulsar import external
 from pulsar_codec import pulsar_types as pt
 from pulsar_codec.errors import ErrorCode
 from pulsar_codec.external import (
@@ -25,6 +25,8 @@ from pulsar_codec.external import (
     KeyValueExternalSchema,
     SchemaInfoProviderFactory,
 )
+from pulsar_codec.pulsar import external
+from pulsar_codec.pulsar.external.ids import FRAMING_MAGIC
 from pulsar_codec.registry import LocalRegistry
 
 USER_V1 = {
@@ -143,9 +145,7 @@ def test_same_schema_registers_once_and_topic_argument_picks_the_subject(factory
     first = schema.encode(None, {"id": 1, "name": "x"})
     again = schema.encode("a", {"id": 2, "name": "y"})
     other = schema.encode("b", {"id": 3, "name": "z"})
-    assert (
-        first.schema_id == again.schema_id == other.schema_id
-    )  # ids are global, deduplicated
+    assert first.schema_id == again.schema_id == other.schema_id  # ids are global, deduplicated
     assert reg.list_subjects() == ["a-value", "b-value"]
     assert reg.list_versions("a-value") == [1]
 
@@ -156,9 +156,7 @@ def test_raw_body_when_not_framed_and_metadata_ids(factory):
     assert encoded.data == b"\x02\x02a"
     assert schema.decode("t", encoded.data, encoded.schema_id) == {"id": 1, "name": "a"}
     # as a Java consumer would pass it, or with the PIP-420 magic byte still on
-    assert schema.decode(
-        "t", encoded.data, wire.pulsar_schema_id(encoded.schema_id)
-    ) == {"id": 1, "name": "a"}
+    assert schema.decode("t", encoded.data, wire.pulsar_schema_id(encoded.schema_id)) == {"id": 1, "name": "a"}
     with pytest.raises(errors.SchemaNotFoundError, match="no schema id"):
         schema.decode("t", encoded.data, None)
     batch = schema.decode_batch([encoded.data, None], [encoded.schema_id, None])
@@ -175,6 +173,99 @@ def test_framed_message_with_metadata_id_uses_the_argument(factory, reg):
         v1.decode("t", encoded.data, struct.pack(">I", 999))
 
 
+def test_batches_with_metadata_ids(backend, factory):
+    v1 = factory.avro_schema("t", USER_V1)
+    v2 = factory.avro_schema("t", USER_V2)
+    first = v1.encode(None, {"id": 1, "name": "a"})
+    second = v2.encode(None, {"id": 2, "name": "b", "email": "e"})
+    # framed messages whose ids come from the metadata too: prefixes are dropped, the ids win
+    batch = v2.decode_batch([first.data, None, second.data], [first.schema_id, None, b"\xff" + second.schema_id])
+    assert batch.to_pylist() == [
+        {"id": 1, "name": "a", "email": "unknown"},
+        {"id": None, "name": None, "email": None},
+        {"id": 2, "name": "b", "email": "e"},
+    ]
+    raw = factory.avro_schema("t", USER_V2, framed=False)
+    bodies = [first.data[5:], second.data[5:], b"\x04"]
+    decoded = raw.decode_batch(bodies, [first.schema_id, second.schema_id, second.schema_id], on_error="null")
+    assert decoded.batch.column("id").to_pylist() == [1, 2, None]
+    assert decoded.errors.column("index").to_pylist() == [2]
+    with pytest.raises(ValueError, match="2 schema ids for 3 messages"):
+        raw.decode_batch(bodies, [first.schema_id, second.schema_id])
+
+
+def test_clear_caches_picks_up_a_newer_latest_version(factory, reg):
+    reg.register("t-value", json.dumps(USER_V1))
+    latest = factory.avro_schema("t", use_latest=True)
+    data = latest.encode(None, {"id": 1, "name": "a"}).data
+    assert latest.decode_batch([data]).schema.names == ["id", "name"]
+    reg.register("t-value", json.dumps(USER_V2))
+    assert latest.decode_batch([data]).schema.names == ["id", "name"]  # the cached writer
+    latest.clear_caches()
+    assert latest.decode_batch([data]).to_pylist() == [{"id": 1, "name": "a", "email": "unknown"}]
+    # per message, a schema without its own reads each message as its writer
+    assert latest.decode(None, data) == {"id": 1, "name": "a"}
+
+
+def test_public_names_and_no_import_cycles():
+    import ast
+    import importlib
+    import pathlib
+
+    import pulsar_codec
+    import pulsar_codec.external as facade
+    import pulsar_codec.pulsar.external as package
+
+    assert facade.__all__ == package.__all__
+    for name in facade.__all__:
+        assert getattr(facade, name) is getattr(package, name)
+        assert getattr(package, name).__doc__, name
+    # every import, also inside functions, between the package's modules and the rest of pulsar_codec
+    root = pathlib.Path(pulsar_codec.__file__).parent
+    imports: dict[str, list[tuple[str, list[str]]]] = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        module = ".".join(parts[:-1] if is_package else parts)
+        here = module if is_package else module.rsplit(".", 1)[0]
+        found = imports.setdefault(module, [])
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = here.rsplit(".", node.level - 1)[0] if node.level > 1 else here
+                    base = f"{anchor}.{base}" if base else anchor
+                found.append((base, [a.name for a in node.names]))
+            elif isinstance(node, ast.Import):
+                found.extend((a.name, []) for a in node.names)
+    graph: dict[str, set[str]] = {}
+    for module, found in imports.items():
+        targets = graph.setdefault(module, set())
+        for base, names in found:
+            subs = [f"{base}.{n}" for n in names if f"{base}.{n}" in imports]
+            targets.update(subs or ([base] if base in imports else []))
+        # a module's parent packages are imported before it: not an edge of its own
+        targets.difference_update(module.rsplit(".", k)[0] for k in range(1, module.count(".") + 1))
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph.get(todo.pop(), ()):
+                if nxt == goal:
+                    return True
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return False
+
+    mine = sorted(m for m in graph if m.startswith("pulsar_codec.pulsar.external."))
+    assert len(mine) >= 7
+    for module in mine:
+        for target in graph[module]:
+            assert not reaches(target, module), f"import cycle through {module} and {target}"
+        importlib.import_module(module)
+
+
 @pytest.mark.parametrize(
     ("protocol", "prefix"),
     [
@@ -189,26 +280,18 @@ def test_framings(backend, factory, reg, protocol, prefix):
     encoded = schema.encode(None, {"id": 5, "name": "n"})
     schema_id = reg.get_latest("t-value").id
     assert encoded.data == prefix(schema_id) + b"\x0a\x02n"
-    assert encoded.data.startswith(external._MAGIC[protocol] + encoded.schema_id)
+    assert encoded.data.startswith(FRAMING_MAGIC[protocol] + encoded.schema_id)
     assert schema.decode(None, encoded.data) == {"id": 5, "name": "n"}
-    assert (
-        schema.decode_batch([encoded.data, encoded.data]).to_pylist()
-        == [{"id": 5, "name": "n"}] * 2
-    )
+    assert schema.decode_batch([encoded.data, encoded.data]).to_pylist() == [{"id": 5, "name": "n"}] * 2
     assert external.schema_id_from_bytes(encoded.schema_id, protocol) == schema_id
 
 
 def test_schema_id_bytes():
     assert external.schema_id_bytes(7) == b"\x00\x00\x00\x07"
     assert external.schema_id_bytes(7, wire.HORTONWORKS) == b"\x03\x00\x00\x00\x07"
-    assert external.schema_id_bytes(2**31, wire.HORTONWORKS) == b"\x02" + struct.pack(
-        ">q", 2**31
-    )
+    assert external.schema_id_bytes(2**31, wire.HORTONWORKS) == b"\x02" + struct.pack(">q", 2**31)
     assert external.schema_id_bytes(7, "apicurio") == struct.pack(">q", 7)
-    assert (
-        external.schema_id_from_bytes(b"\x02" + struct.pack(">q", 2**31), "HORTONWORKS")
-        == 2**31
-    )
+    assert external.schema_id_from_bytes(b"\x02" + struct.pack(">q", 2**31), "HORTONWORKS") == 2**31
     assert external.schema_id_from_bytes(b"\xff\x00\x00\x00\x07") == 7
     with pytest.raises(errors.WireFormatError):
         external.schema_id_from_bytes(b"\x00\x07")
@@ -225,9 +308,7 @@ def test_schema_id_bytes():
 def test_hortonworks_and_confluent_raw_primitives(factory, reg):
     hw = factory.avro_schema("s", "string", protocol="HORTONWORKS")
     encoded = hw.encode(None, "hi")
-    assert (
-        encoded.data == encoded.schema_id + b"hi"
-    )  # protocol 3: raw UTF-8, as Hortonworks serdes write
+    assert encoded.data == encoded.schema_id + b"hi"  # protocol 3: raw UTF-8, as Hortonworks serdes write
     assert hw.decode(None, encoded.data) == "hi"
     assert hw.decode_batch([encoded.data, None]).column("value").to_pylist() == [
         "hi",
@@ -241,9 +322,7 @@ def test_hortonworks_and_confluent_raw_primitives(factory, reg):
 
     cf = factory.avro_schema("b", "bytes")
     encoded = cf.encode(None, b"\x02\x03\x04")
-    assert (
-        encoded.data == b"\x00" + encoded.schema_id + b"\x02\x03\x04"
-    )  # Confluent: bytes written raw
+    assert encoded.data == b"\x00" + encoded.schema_id + b"\x02\x03\x04"  # Confluent: bytes written raw
     assert cf.decode(None, encoded.data) == b"\x02\x03\x04"
     with pytest.raises(errors.EncodeError):
         cf.encode(None, "text")
@@ -278,9 +357,7 @@ def test_hortonworks_and_confluent_raw_primitives(factory, reg):
 )
 def test_subject_name_strategies(reg, strategy, is_key, subject):
     factory = SchemaInfoProviderFactory(reg, subject_name_strategy=strategy)
-    schema = factory.avro_schema(
-        "persistent://public/default/orders", USER_V1, is_key=is_key
-    )
+    schema = factory.avro_schema("persistent://public/default/orders", USER_V1, is_key=is_key)
     assert schema.subject() == subject
     schema.encode(None, {"id": 1, "name": "x"})
     assert reg.list_subjects() == [subject]
@@ -288,10 +365,7 @@ def test_subject_name_strategies(reg, strategy, is_key, subject):
 
 def test_local_topic_names_and_fixed_subject(reg):
     factory = SchemaInfoProviderFactory(reg, topic_in_subject="local")
-    assert (
-        factory.avro_schema("persistent://tenant/ns/orders", USER_V1).subject()
-        == "orders-value"
-    )
+    assert factory.avro_schema("persistent://tenant/ns/orders", USER_V1).subject() == "orders-value"
     assert factory.avro_schema("orders", USER_V1, subject="fixed").subject() == "fixed"
     assert external.local_topic_name("non-persistent://a/b/c") == "c"
     with pytest.raises(ValueError):
@@ -317,14 +391,10 @@ def test_pinned_id_use_latest_and_lookup(factory, reg):
     latest = factory.avro_schema("t", use_latest=True)
     encoded = latest.encode(None, {"id": 2, "name": "q", "email": "e"})
     assert encoded.schema_id == struct.pack(">I", v2_id)
-    assert latest.decode_batch([encoded.data]).to_pylist() == [
-        {"id": 2, "name": "q", "email": "e"}
-    ]
+    assert latest.decode_batch([encoded.data]).to_pylist() == [{"id": 2, "name": "q", "email": "e"}]
 
     looked_up = factory.avro_schema("t", USER_V1, auto_register=False)
-    assert looked_up.encode(None, {"id": 3, "name": "r"}).schema_id == struct.pack(
-        ">I", v1_id
-    )
+    assert looked_up.encode(None, {"id": 3, "name": "r"}).schema_id == struct.pack(">I", v1_id)
     missing = factory.avro_schema(
         "t",
         {**USER_V1, "doc": "other"} | {"fields": USER_V1["fields"][:1]},
@@ -394,9 +464,8 @@ def test_evolution_reader_v2_reads_v1_and_v2(backend, factory):
     assert any_writer.decode(None, messages[0]) == {"id": 1, "name": "a"}
 
 
-@pytest.mark.parametrize("fast", [True, False])
-def test_per_message_equals_bulk_rich(backend, factory, fast):
-    schema = factory.avro_schema("rich", RICH, fast=fast)
+def test_per_message_equals_bulk_rich(backend, factory):
+    schema = factory.avro_schema("rich", RICH)
     values = [
         RICH_VALUE,
         {**RICH_VALUE, "opt": "set", "choice": 42, "tags": [], "kind": "C"},
@@ -405,8 +474,17 @@ def test_per_message_equals_bulk_rich(backend, factory, fast):
     per_message = [schema.decode(None, m) for m in encoded]
     bulk = schema.decode_batch(encoded).to_pylist()
     assert per_message == bulk == values
-    # the rich schema is fastavro-safe: the fast path runs exactly when allowed
-    assert (schema._readers[(schema.writer()[0], "")]._fast is not None) == fast
+    # one message and a batch run the same compiled plan, through one MessageDecoder
+    assert len(schema._decoders) == 1
+
+
+def test_fast_is_deprecated_and_ignored(factory, reg):
+    with pytest.warns(DeprecationWarning, match="fast="):
+        schema = factory.avro_schema("t", USER_V1, fast=True)
+    data = schema.encode(None, {"id": 1, "name": "a"}).data
+    assert schema.decode(None, data) == {"id": 1, "name": "a"}
+    with pytest.warns(DeprecationWarning, match="fast="):
+        SchemaInfoProviderFactory(reg, fast=False)
 
 
 def test_maps_and_uuids_use_the_arrow_decoder(backend, factory):
@@ -420,7 +498,6 @@ def test_maps_and_uuids_use_the_arrow_decoder(backend, factory):
     }  # maps as the Arrow rows give them
     assert schema.decode_batch([encoded]).to_pylist() == [row]
     assert schema.encode(None, row).data == encoded  # and they encode back
-    assert schema._readers[(schema.writer()[0], "")]._fast is None
 
 
 def test_non_record_values(backend, factory):
@@ -455,14 +532,20 @@ _SAFE = {
     a=st.lists(st.integers(-(2**63), 2**63 - 1), max_size=5),
     e=st.sampled_from(["X", "Y"]),
 )
-def test_fast_path_matches_the_arrow_decoder(i, s, o, a, e):
+def test_per_message_matches_fastavro(i, s, o, a, e):
+    # fastavro is the oracle: our bytes are what it writes, our values what it reads
+    fastavro = pytest.importorskip("fastavro")
+    parsed = fastavro.parse_schema(_SAFE)
     with LocalRegistry() as reg:
-        fast = AvroExternalSchema(reg, _SAFE, topic="h")
-        strict = AvroExternalSchema(reg, _SAFE, topic="h", fast=False)
+        schema = AvroExternalSchema(reg, _SAFE, topic="h")
         value = {"i": i, "s": s, "o": o, "a": a, "e": e}
-        data = fast.encode(None, value).data
-        assert fast.decode(None, data) == strict.decode(None, data) == value
-        assert fast.decode_batch([data]).to_pylist() == [value]
+        data = schema.encode(None, value).data
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, parsed, value)
+        assert data[5:] == out.getvalue()
+        assert fastavro.schemaless_reader(io.BytesIO(data[5:]), parsed, None) == value
+        assert schema.decode(None, data) == value
+        assert schema.decode_batch([data]).to_pylist() == [value]
 
 
 # -- errors --------------------------------------------------------------------------------------------
@@ -477,9 +560,8 @@ def test_unknown_id(backend, factory):
         schema.decode_batch([stranger])
 
 
-@pytest.mark.parametrize("fast", [True, False])
-def test_corrupt_payload(backend, factory, fast):
-    schema = factory.avro_schema("t", USER_V1, fast=fast)
+def test_corrupt_payload(backend, factory):
+    schema = factory.avro_schema("t", USER_V1)
     good = schema.encode(None, {"id": 1, "name": "abc"}).data
     truncated = good[:-2]
     with pytest.raises(errors.AvroDecodeError) as info:
@@ -502,16 +584,15 @@ def test_corrupt_payload(backend, factory, fast):
     assert decoded.errors.column("index").to_pylist() == [1, 2]
 
 
-def test_strict_mode_checks_what_fastavro_lets_through(factory):
-    schema = factory.avro_schema(
-        "b",
-        {"type": "record", "name": "B", "fields": [{"name": "b", "type": "boolean"}]},
-        fast=False,
-    )
+def test_every_message_is_checked_strictly(backend, factory):
+    record = {"type": "record", "name": "B", "fields": [{"name": "b", "type": "boolean"}]}
+    schema = factory.avro_schema("b", record)
     data = schema.encode(None, {"b": True}).data[:-1] + b"\x02"
     with pytest.raises(errors.AvroDecodeError) as info:
         schema.decode(None, data)
     assert info.value.code == ErrorCode.AVRO_BAD_BOOLEAN
+    fastavro = pytest.importorskip("fastavro")  # the peer lets this byte through
+    assert fastavro.schemaless_reader(io.BytesIO(data[5:]), fastavro.parse_schema(record), None) == {"b": True}
 
 
 def test_encode_errors(factory):
@@ -549,21 +630,14 @@ def test_json_round_trip(factory, reg):
     encoded = schema.encode(None, {"name": "Jöhn", "age": 30})
     registered = reg.get_latest("people-value")
     assert registered.schema_type == "JSON"
-    assert (
-        encoded.data
-        == b"\x00"
-        + struct.pack(">I", registered.id)
-        + '{"name":"Jöhn","age":30}'.encode()
-    )
+    assert encoded.data == b"\x00" + struct.pack(">I", registered.id) + '{"name":"Jöhn","age":30}'.encode()
     assert schema.decode(None, encoded.data) == {"name": "Jöhn", "age": 30}
     batch = schema.decode_batch([encoded.data, None, encoded.data])
     assert batch.column("age").to_pylist() == [30, None, 30]
     arrow = pa.schema([("name", pa.string()), ("age", pa.int32())])
     assert schema.decode_batch([encoded.data], arrow_schema=arrow).schema == arrow
     scalars = factory.json_schema("n", {"type": "number"})
-    assert scalars.decode_batch([scalars.encode(None, 1.5).data]).column(
-        "value"
-    ).to_pylist() == [1.5]
+    assert scalars.decode_batch([scalars.encode(None, 1.5).data]).column("value").to_pylist() == [1.5]
 
 
 def test_json_record_strategy_uses_the_title(reg):
@@ -609,20 +683,14 @@ def test_keyvalue_ids_and_inline_payload(backend, factory, reg):
     kv = factory.keyvalue_schema("t", {"type": "string"}, USER_V1)
     encoded = kv.encode(None, KeyValue("k1", {"id": 1, "name": "a"}))
     key_id, value_id = reg.get_latest("t-key").id, reg.get_latest("t-value").id
-    assert encoded.schema_id == keyvalue.pack_schema_id(
-        struct.pack(">I", key_id), struct.pack(">I", value_id)
-    )
+    assert encoded.schema_id == keyvalue.pack_schema_id(struct.pack(">I", key_id), struct.pack(">I", value_id))
     key_data, value_data = keyvalue.decode_inline(encoded.data)
     assert key_data == b"\x00" + struct.pack(">I", key_id) + b"\x04k1"
     assert wire.CONFLUENT.unpack(value_data)[0] == value_id
     assert kv.decode(None, encoded.data) == ("k1", {"id": 1, "name": "a"})
-    assert kv.decode(None, encoded.data, b"\xfe" + encoded.schema_id) == KeyValue(
-        "k1", {"id": 1, "name": "a"}
-    )
+    assert kv.decode(None, encoded.data, b"\xfe" + encoded.schema_id) == KeyValue("k1", {"id": 1, "name": "a"})
     null_key = kv.encode(None, (None, {"id": 2, "name": "b"}))
-    assert null_key.schema_id == keyvalue.pack_schema_id(
-        None, struct.pack(">I", value_id)
-    )
+    assert null_key.schema_id == keyvalue.pack_schema_id(None, struct.pack(">I", value_id))
     assert kv.decode(None, null_key.data) == (None, {"id": 2, "name": "b"})
     batch = kv.decode_batch([encoded.data, null_key.data])
     assert batch.column("key").to_pylist() == [{"value": "k1"}, None]
@@ -660,9 +728,7 @@ def test_keyvalue_primitive_key(backend, factory):
     with pytest.raises(TypeError):
         KeyValueExternalSchema(pt.SchemaType.STRING, "not a schema")
     json_kv = factory.keyvalue_schema("j", PERSON, PERSON, format="json")
-    assert json_kv.decode(
-        None, json_kv.encode(None, ({"name": "k"}, {"age": 3})).data
-    ) == ({"name": "k"}, {"age": 3})
+    assert json_kv.decode(None, json_kv.encode(None, ({"name": "k"}, {"age": 3})).data) == ({"name": "k"}, {"age": 3})
     kv.close()
     with pytest.raises(RuntimeError):
         kv.value_schema.encode(None, {"id": 1, "name": "a"})
@@ -699,9 +765,7 @@ def server(reg):
 
 
 def test_factory_with_url_credentials_and_configs(server, reg):
-    with SchemaInfoProviderFactory(
-        url=server.url, auth=("alice", "s3cret"), retries=0
-    ) as factory:
+    with SchemaInfoProviderFactory(url=server.url, auth=("alice", "s3cret"), retries=0) as factory:
         provider = factory.of("orders")
         assert factory.of("orders") is provider  # one provider per topic
         configs = provider.get_configs()
@@ -711,13 +775,8 @@ def test_factory_with_url_credentials_and_configs(server, reg):
         assert provider.is_external
         schema = factory.avro_schema("orders", USER_V1)
         encoded = schema.encode(None, {"id": 1, "name": "a"})
-        assert (
-            reg.get_latest("orders-value").id
-            == struct.unpack(">I", encoded.schema_id)[0]
-        )
-        assert schema.decode_batch([encoded.data]).to_pylist() == [
-            {"id": 1, "name": "a"}
-        ]
+        assert reg.get_latest("orders-value").id == struct.unpack(">I", encoded.schema_id)[0]
+        assert schema.decode_batch([encoded.data]).to_pylist() == [{"id": 1, "name": "a"}]
     with pytest.raises(ValueError, match="either"):
         SchemaInfoProviderFactory()
     with pytest.raises(ValueError):
@@ -731,13 +790,9 @@ def test_factory_with_url_credentials_and_configs(server, reg):
 
 def test_confluent_kafka_reads_our_bytes_and_we_read_theirs(server, reg):
     sr, ck_avro, MessageField, SerializationContext = _confluent_modules()
-    client = sr.SchemaRegistryClient(
-        {"url": server.url, "basic.auth.user.info": "alice:s3cret", "max.retries": 0}
-    )
+    client = sr.SchemaRegistryClient({"url": server.url, "basic.auth.user.info": "alice:s3cret", "max.retries": 0})
     try:
-        with SchemaInfoProviderFactory(
-            url=server.url, auth=("alice", "s3cret"), retries=0
-        ) as factory:
+        with SchemaInfoProviderFactory(url=server.url, auth=("alice", "s3cret"), retries=0) as factory:
             ours = factory.avro_schema("events", USER_V2)
             ctx = SerializationContext("events", MessageField.VALUE)
             # ours -> confluent-kafka
@@ -745,9 +800,7 @@ def test_confluent_kafka_reads_our_bytes_and_we_read_theirs(server, reg):
             deserializer = ck_avro.AvroDeserializer(client)
             assert deserializer(data, ctx) == {"id": 1, "name": "a", "email": "a@x"}
             # confluent-kafka (v1, registered by its serializer under the same subject) -> ours
-            serializer = ck_avro.AvroSerializer(
-                client, json.dumps(USER_V1), conf={"auto.register.schemas": True}
-            )
+            serializer = ck_avro.AvroSerializer(client, json.dumps(USER_V1), conf={"auto.register.schemas": True})
             theirs = serializer({"id": 2, "name": "b"}, ctx)
             assert theirs[:1] == b"\x00"
             assert ours.decode("events", theirs) == {
@@ -761,8 +814,6 @@ def test_confluent_kafka_reads_our_bytes_and_we_read_theirs(server, reg):
             ]
             rich = factory.avro_schema("rich", RICH)
             rich_ctx = SerializationContext("rich", MessageField.VALUE)
-            assert (
-                deserializer(rich.encode(None, RICH_VALUE).data, rich_ctx) == RICH_VALUE
-            )
+            assert deserializer(rich.encode(None, RICH_VALUE).data, rich_ctx) == RICH_VALUE
     finally:
         client.close()

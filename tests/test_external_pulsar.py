@@ -80,9 +80,7 @@ def _read_all(client, topic, schema, n):
 def test_produce_and_consume_dicts(pulsar_client, pulsar_topic, factory, reg):
     schema = factory.avro_schema(pulsar_topic, USER_V1)
     adapter = pcp.ExternalSchemaAdapter(schema, pulsar_topic)
-    producer = pulsar_client.create_producer(
-        pulsar_topic, schema=adapter, batching_enabled=False
-    )
+    producer = pulsar_client.create_producer(pulsar_topic, schema=adapter, batching_enabled=False)
     for i in range(3):
         producer.send({"id": i, "name": f"user-{i}"})
     producer.close()
@@ -101,29 +99,19 @@ def test_produce_and_consume_dicts(pulsar_client, pulsar_topic, factory, reg):
             consumer.acknowledge(m)
     finally:
         consumer.close()
-    assert [m.value() for m in messages] == [
-        {"id": i, "name": f"user-{i}"} for i in range(3)
-    ]
-    assert all(
-        wire.CONFLUENT.unpack(m.data())[0] == schema_id for m in messages
-    )  # framed payloads
+    assert [m.value() for m in messages] == [{"id": i, "name": f"user-{i}"} for i in range(3)]
+    assert all(wire.CONFLUENT.unpack(m.data())[0] == schema_id for m in messages)  # framed payloads
 
 
-def test_schema_evolution_two_producers_and_bulk_decode(
-    pulsar_client, pulsar_topic, factory
-):
+def test_schema_evolution_two_producers_and_bulk_decode(pulsar_client, pulsar_topic, factory):
     old = pulsar_client.create_producer(
         pulsar_topic,
-        schema=pcp.ExternalSchemaAdapter(
-            factory.avro_schema(pulsar_topic, USER_V1), pulsar_topic
-        ),
+        schema=pcp.ExternalSchemaAdapter(factory.avro_schema(pulsar_topic, USER_V1), pulsar_topic),
         batching_enabled=False,
     )
     new = pulsar_client.create_producer(
         pulsar_topic,
-        schema=pcp.ExternalSchemaAdapter(
-            factory.avro_schema(pulsar_topic, USER_V2), pulsar_topic
-        ),
+        schema=pcp.ExternalSchemaAdapter(factory.avro_schema(pulsar_topic, USER_V2), pulsar_topic),
         batching_enabled=False,
     )
     old.send({"id": 1, "name": "a"})
@@ -172,33 +160,23 @@ def test_incompatible_schema_is_refused(pulsar_client, pulsar_topic, factory, re
 def test_keyvalue_external_schema_round_trip(pulsar_client, pulsar_topic, factory, reg):
     kv = factory.keyvalue_schema(pulsar_topic, {"type": "string"}, USER_V2)
     adapter = pcp.ExternalSchemaAdapter(kv, pulsar_topic)
-    producer = pulsar_client.create_producer(
-        pulsar_topic, schema=adapter, batching_enabled=False
-    )
+    producer = pulsar_client.create_producer(pulsar_topic, schema=adapter, batching_enabled=False)
     producer.send(pcp.KeyValue("user-1", {"id": 1, "name": "n", "email": "e"}))
     producer.send((None, {"id": 2, "name": "m", "email": None}))
     producer.close()
     key_id = reg.get_latest(f"{pulsar_topic}-key").id
     value_id = reg.get_latest(f"{pulsar_topic}-value").id
-    assert adapter.last_schema_id == keyvalue.pack_schema_id(
-        None, struct.pack(">I", value_id)
-    )
+    assert adapter.last_schema_id == keyvalue.pack_schema_id(None, struct.pack(">I", value_id))
 
     messages = _read_all(
         pulsar_client,
         pulsar_topic,
-        pcp.ExternalSchemaAdapter(
-            factory.keyvalue_schema(pulsar_topic, {"type": "string"}, USER_V2)
-        ),
+        pcp.ExternalSchemaAdapter(factory.keyvalue_schema(pulsar_topic, {"type": "string"}, USER_V2)),
         2,
     )
-    assert messages[0].value() == pcp.KeyValue(
-        "user-1", {"id": 1, "name": "n", "email": "e"}
-    )
+    assert messages[0].value() == pcp.KeyValue("user-1", {"id": 1, "name": "n", "email": "e"})
     assert messages[1].value() == (None, {"id": 2, "name": "m", "email": None})
-    key_data, value_data = keyvalue.decode_inline(
-        messages[0].data()
-    )  # INLINE, each side framed
+    key_data, value_data = keyvalue.decode_inline(messages[0].data())  # INLINE, each side framed
     assert wire.CONFLUENT.unpack(key_data)[0] == key_id
     assert wire.CONFLUENT.unpack(value_data)[0] == value_id
     batch = kv.decode_batch([m.data() for m in messages])

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pulsar_codec import keyvalue, wire
-from pulsar_codec._kernels import _backend
 from pulsar_codec import pulsar_types as pt
+from pulsar_codec._kernels import _backend
 from pulsar_codec.errors import EncodeError, ErrorCode, KeyValueFormatError
 
 H = bytes.fromhex
@@ -378,8 +378,15 @@ def per_value(decode, payloads, **kwargs):
         try:
             k, v = decode(p, **kwargs)
         except KeyValueFormatError as exc:
-            return ("error", type(exc), exc.code, i, exc.offset, exc.detail,
-                    str(exc).replace("(message 0,", f"(message {i},"))
+            return (
+                "error",
+                type(exc),
+                exc.code,
+                i,
+                exc.offset,
+                exc.detail,
+                str(exc).replace("(message 0,", f"(message {i},"),
+            )
         keys.append(k)
         values.append(v)
     return ("ok", keys, values)
@@ -390,7 +397,7 @@ def mutate(data: bytes, op: int, at: int, byte: int) -> bytes:
         return bytes([byte])
     at %= len(data) + 1
     if op == 0:  # overwrite
-        return data[:at] + bytes([byte]) + data[at + 1:]
+        return data[:at] + bytes([byte]) + data[at + 1 :]
     if op == 1:  # truncate
         return data[:at]
     if op == 2:  # insert
@@ -438,8 +445,16 @@ def test_twins_agree_and_bulk_equals_per_value(payloads, convention):
 
 @pytest.mark.parametrize(
     "text, expected",
-    [("AAQDBAg=", H("00 04 03 04 08")), ("AAQDBAg", H("00 04 03 04 08")), ("", b""), ("QQ==", b"A"),
-     ("QQ", b"A"), ("QUI=", b"AB"), ("QUJD", b"ABC"), ("+/+/", H("FB FF BF"))],
+    [
+        ("AAQDBAg=", H("00 04 03 04 08")),
+        ("AAQDBAg", H("00 04 03 04 08")),
+        ("", b""),
+        ("QQ==", b"A"),
+        ("QQ", b"A"),
+        ("QUI=", b"AB"),
+        ("QUJD", b"ABC"),
+        ("+/+/", H("FB FF BF")),
+    ],
 )
 def test_decode_partition_key(text, expected):
     assert keyvalue.decode_partition_key(text, True) == expected
@@ -448,8 +463,18 @@ def test_decode_partition_key(text, expected):
 
 @pytest.mark.parametrize(
     "text, offset",
-    [("A", 0), ("AAQDBAg==", 8), ("QQ=", 3), ("Q===", 0), ("QQ=A", 3), ("QU-D", 2), ("QUJD=", 4), ("QUJ_", 3),
-     ("Q\u00e9JD", 1), ("=QQ=", 0)],
+    [
+        ("A", 0),
+        ("AAQDBAg==", 8),
+        ("QQ=", 3),
+        ("Q===", 0),
+        ("QQ=A", 3),
+        ("QU-D", 2),
+        ("QUJD=", 4),
+        ("QUJ_", 3),
+        ("Q\u00e9JD", 1),
+        ("=QQ=", 0),
+    ],
 )
 def test_decode_partition_key_errors(text, offset):
     with pytest.raises(KeyValueFormatError) as info:
@@ -486,7 +511,7 @@ def test_decode_partition_keys_bulk(keys):
     unpadded = [None if t is None else t.rstrip("=") for t in texts]
     assert keyvalue.decode_partition_keys(unpadded).to_pylist() == keys
     flags = [i % 2 == 0 for i in range(len(keys))]
-    mixed = [t if f or t is None else "raw%d" % i for i, (t, f) in enumerate(zip(texts, flags))]
+    mixed = [t if f or t is None else f"raw{i}" for i, (t, f) in enumerate(zip(texts, flags))]
     expected = [k if f or k is None else b"raw%d" % i for i, (k, f) in enumerate(zip(keys, flags))]
     assert keyvalue.decode_partition_keys(mixed, flags).to_pylist() == expected
     nulls = [i % 3 == 0 for i in range(len(keys))]
@@ -510,8 +535,9 @@ def test_decode_partition_keys_errors_and_shapes():
 def test_decode_separated_defaults():
     assert keyvalue.decode_separated() == (None, None)
     assert keyvalue.decode_separated(partition_key="k", payload=b"") == (b"k", b"")
-    assert keyvalue.decode_separated(partition_key="AA==", partition_key_b64_encoded=True, null_value=True,
-                                     payload=b"ignored") == (b"\x00", None)
+    assert keyvalue.decode_separated(
+        partition_key="AA==", partition_key_b64_encoded=True, null_value=True, payload=b"ignored"
+    ) == (b"\x00", None)
 
 
 # -- speed (loose bound; the measured figure is in the report) ------------------------------------

@@ -102,10 +102,14 @@ def test_round_trip_carries_the_id_in_the_payload(pulsar_client, pulsar_topic):
 
 def test_schema_evolution_two_producers_one_topic(pulsar_client, pulsar_topic):
     old = pulsar_client.create_producer(
-        pulsar_topic, schema=pcp.ExternalSchemaAdapter(JsonRegistrySchema(REGISTRY, 1), pulsar_topic), batching_enabled=False
+        pulsar_topic,
+        schema=pcp.ExternalSchemaAdapter(JsonRegistrySchema(REGISTRY, 1), pulsar_topic),
+        batching_enabled=False,
     )
     new = pulsar_client.create_producer(
-        pulsar_topic, schema=pcp.ExternalSchemaAdapter(JsonRegistrySchema(REGISTRY, 2), pulsar_topic), batching_enabled=False
+        pulsar_topic,
+        schema=pcp.ExternalSchemaAdapter(JsonRegistrySchema(REGISTRY, 2), pulsar_topic),
+        batching_enabled=False,
     )
     old.send({"id": 1, "name": "a"})
     new.send({"id": 2, "name": "b", "email": "b@example.org"})

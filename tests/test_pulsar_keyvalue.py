@@ -52,7 +52,9 @@ def test_inline_round_trip(pulsar_client, pulsar_topic):
     producer.send(("tuple", "ok"))
     producer.send(None)  # a null KeyValue: a null-value message
     producer.close()
-    messages = _read_values(pulsar_client, pulsar_topic, KeyValueSchema(StringSchema(), StringSchema()), len(INLINE_CASES) + 2)
+    messages = _read_values(
+        pulsar_client, pulsar_topic, KeyValueSchema(StringSchema(), StringSchema()), len(INLINE_CASES) + 2
+    )
     for msg, (kv, payload) in zip(messages, INLINE_CASES):
         assert msg.data() == payload
         assert msg.value() == kv
@@ -247,3 +249,23 @@ def test_keyvalue_columns_inline(backend):
     keys, values = pcp.keyvalue_columns(batch, "INLINE")
     assert keys.to_pylist() == [b"k0", b"k1", b"k2", b"k3", None]
     assert values.to_pylist() == [b"v0", b"v1", None, b"v3", None]
+
+
+def test_package_names_resolve_to_their_modules():
+    from pulsar_codec.pulsar import client, reader, schema_info
+
+    homes = {
+        client: ["ExternalSchema", "ExternalSchemaAdapter", "KeyValue", "KeyValueSchema", "send_keyvalue"],
+        reader: ["MESSAGE_SCHEMA", "dump_to_parquet", "keyvalue_columns", "read_batches"],
+        schema_info: ["SchemaType", "SchemaInfo", "EncodeData"],
+        keyvalue: ["KeyValueEncodingType"],
+    }
+    assert sorted(pcp.__all__) == sorted(name for names in homes.values() for name in names)
+    for module, names in homes.items():
+        for name in names:
+            assert getattr(pcp, name) is getattr(module, name), name
+            assert name in module.__all__, name
+    assert set(pcp.__all__) <= set(dir(pcp))
+    assert client.KeyValueEncodingType is keyvalue.KeyValueEncodingType  # still importable from client
+    with pytest.raises(AttributeError):
+        pcp.no_such_name  # noqa: B018

@@ -120,9 +120,11 @@ def test_start_and_end_by_message_id(pulsar_client, pulsar_topic):
     ids = _produce(pulsar_client, pulsar_topic, [(b"m%d" % i, {}) for i in range(6)])
 
     def payloads(**options):
-        return pa.Table.from_batches(_read_all(pulsar_client, pulsar_topic, **options), pcp.MESSAGE_SCHEMA).column(
-            "payload"
-        ).to_pylist()
+        return (
+            pa.Table.from_batches(_read_all(pulsar_client, pulsar_topic, **options), pcp.MESSAGE_SCHEMA)
+            .column("payload")
+            .to_pylist()
+        )
 
     assert payloads(start=ids[1]) == [b"m2", b"m3", b"m4", b"m5"]
     assert payloads(start=ids[1], start_inclusive=True) == [b"m1", b"m2", b"m3", b"m4", b"m5"]
@@ -217,7 +219,6 @@ def test_bad_options(options, exc, match):
 def test_client_options_need_a_url(pulsar_client, pulsar_topic):
     with pytest.raises(TypeError, match="client_options"):
         next(pcp.read_batches(pulsar_client, pulsar_topic, client_options={"io_threads": 1}))
-
 
 
 def test_broker_listens_on_loopback_only(pulsar_broker):

@@ -6,10 +6,14 @@ twins on random and mutated bytes, error codes with index and offset, nulls, sli
 empty inputs, charsets and the nanosecond-keeping datetime types.
 """
 
+import ast
 import datetime as dt
 import math
 import pickle
 import struct
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -18,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pulsar_codec import keyvalue
-from pulsar_codec._kernels import _backend
 from pulsar_codec import pulsar_types as pt
+from pulsar_codec._kernels import _backend
 from pulsar_codec.errors import (
     EncodeError,
     ErrorCode,
@@ -32,24 +36,69 @@ H = bytes.fromhex
 UTC = dt.UTC
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 FIXED = [
-    SchemaType.BOOLEAN, SchemaType.INT8, SchemaType.INT16, SchemaType.INT32, SchemaType.INT64, SchemaType.FLOAT,
-    SchemaType.DOUBLE, SchemaType.DATE, SchemaType.TIME, SchemaType.TIMESTAMP, SchemaType.INSTANT,
-    SchemaType.LOCAL_DATE, SchemaType.LOCAL_TIME, SchemaType.LOCAL_DATE_TIME,
+    SchemaType.BOOLEAN,
+    SchemaType.INT8,
+    SchemaType.INT16,
+    SchemaType.INT32,
+    SchemaType.INT64,
+    SchemaType.FLOAT,
+    SchemaType.DOUBLE,
+    SchemaType.DATE,
+    SchemaType.TIME,
+    SchemaType.TIMESTAMP,
+    SchemaType.INSTANT,
+    SchemaType.LOCAL_DATE,
+    SchemaType.LOCAL_TIME,
+    SchemaType.LOCAL_DATE_TIME,
 ]
-WIDTH = {SchemaType.BOOLEAN: 1, SchemaType.INT8: 1, SchemaType.INT16: 2, SchemaType.INT32: 4, SchemaType.INT64: 8,
-         SchemaType.FLOAT: 4, SchemaType.DOUBLE: 8, SchemaType.DATE: 8, SchemaType.TIME: 8, SchemaType.TIMESTAMP: 8,
-         SchemaType.INSTANT: 12, SchemaType.LOCAL_DATE: 8, SchemaType.LOCAL_TIME: 8, SchemaType.LOCAL_DATE_TIME: 16}
+WIDTH = {
+    SchemaType.BOOLEAN: 1,
+    SchemaType.INT8: 1,
+    SchemaType.INT16: 2,
+    SchemaType.INT32: 4,
+    SchemaType.INT64: 8,
+    SchemaType.FLOAT: 4,
+    SchemaType.DOUBLE: 8,
+    SchemaType.DATE: 8,
+    SchemaType.TIME: 8,
+    SchemaType.TIMESTAMP: 8,
+    SchemaType.INSTANT: 12,
+    SchemaType.LOCAL_DATE: 8,
+    SchemaType.LOCAL_TIME: 8,
+    SchemaType.LOCAL_DATE_TIME: 16,
+}
 NS_PER_DAY = 86_400_000_000_000
 
 
 # -- type codes (§7.1) --------------------------------------------------------------------------
 
 JAVA_AND_WIRE = {
-    "NONE": (0, 0), "STRING": (1, 1), "JSON": (2, 2), "PROTOBUF": (3, 3), "AVRO": (4, 4), "BOOLEAN": (5, 5),
-    "INT8": (6, 6), "INT16": (7, 7), "INT32": (8, 8), "INT64": (9, 9), "FLOAT": (10, 10), "DOUBLE": (11, 11),
-    "DATE": (12, 12), "TIME": (13, 13), "TIMESTAMP": (14, 14), "KEY_VALUE": (15, 15), "INSTANT": (16, 16),
-    "LOCAL_DATE": (17, 17), "LOCAL_TIME": (18, 18), "LOCAL_DATE_TIME": (19, 19), "PROTOBUF_NATIVE": (20, 20),
-    "EXTERNAL": (21, 22), "BYTES": (-1, 0), "AUTO": (-2, 0), "AUTO_CONSUME": (-3, 21), "AUTO_PUBLISH": (-4, 0),
+    "NONE": (0, 0),
+    "STRING": (1, 1),
+    "JSON": (2, 2),
+    "PROTOBUF": (3, 3),
+    "AVRO": (4, 4),
+    "BOOLEAN": (5, 5),
+    "INT8": (6, 6),
+    "INT16": (7, 7),
+    "INT32": (8, 8),
+    "INT64": (9, 9),
+    "FLOAT": (10, 10),
+    "DOUBLE": (11, 11),
+    "DATE": (12, 12),
+    "TIME": (13, 13),
+    "TIMESTAMP": (14, 14),
+    "KEY_VALUE": (15, 15),
+    "INSTANT": (16, 16),
+    "LOCAL_DATE": (17, 17),
+    "LOCAL_TIME": (18, 18),
+    "LOCAL_DATE_TIME": (19, 19),
+    "PROTOBUF_NATIVE": (20, 20),
+    "EXTERNAL": (21, 22),
+    "BYTES": (-1, 0),
+    "AUTO": (-2, 0),
+    "AUTO_CONSUME": (-3, 21),
+    "AUTO_PUBLISH": (-4, 0),
 }
 
 
@@ -110,9 +159,17 @@ def test_encode_data():
 
 def test_external_and_primitive_schema_infos():
     assert pt.external_schema_info() == pt.SchemaInfo("", SchemaType.EXTERNAL, b"", {})
-    names = {SchemaType.INT32: "INT32", SchemaType.INT16: "INT16", SchemaType.BOOLEAN: "Boolean",
-             SchemaType.FLOAT: "Float", SchemaType.DATE: "Date", SchemaType.INSTANT: "Instant",
-             SchemaType.LOCAL_DATE_TIME: "LocalDateTime", SchemaType.STRING: "String", SchemaType.BYTES: "Bytes"}
+    names = {
+        SchemaType.INT32: "INT32",
+        SchemaType.INT16: "INT16",
+        SchemaType.BOOLEAN: "Boolean",
+        SchemaType.FLOAT: "Float",
+        SchemaType.DATE: "Date",
+        SchemaType.INSTANT: "Instant",
+        SchemaType.LOCAL_DATE_TIME: "LocalDateTime",
+        SchemaType.STRING: "String",
+        SchemaType.BYTES: "Bytes",
+    }
     for t, name in names.items():
         info = pt.primitive_schema_info(t)
         assert (info.name, info.type, info.schema, info.properties) == (name, t, b"", {})
@@ -151,15 +208,20 @@ def test_keyvalue_schema_info_defaults():
     assert key == pt.SchemaInfo("", SchemaType.BYTES, b"", {})  # missing sub type -> BYTES
     assert value == pt.SchemaInfo("", SchemaType.BYTES, b"{}", {})
     assert pt.decode_keyvalue_encoding_type(bare) is pt.KeyValueEncodingType.INLINE  # missing -> INLINE
-    nulls = pt.SchemaInfo("KeyValue", "KEY_VALUE", H("FF FF FF FF FF FF FF FF"),
-                          {"key.schema.type": "INT32", "value.schema.properties": '{"n": 5, "s": "x"}'})
+    nulls = pt.SchemaInfo(
+        "KeyValue",
+        "KEY_VALUE",
+        H("FF FF FF FF FF FF FF FF"),
+        {"key.schema.type": "INT32", "value.schema.properties": '{"n": 5, "s": "x"}'},
+    )
     key, value = pt.decode_keyvalue_schema_info(nulls)
     assert key.type is SchemaType.INT32 and key.schema == b"" and value.properties == {"n": "5", "s": "x"}
     with pytest.raises(SchemaError):
         pt.decode_keyvalue_schema_info(pt.primitive_schema_info("INT32"))
     with pytest.raises(SchemaError):
-        pt.decode_keyvalue_schema_info(pt.SchemaInfo("k", "KEY_VALUE", H("00 00 00 00 00 00 00 00"),
-                                                     {"key.schema.type": "NOPE"}))
+        pt.decode_keyvalue_schema_info(
+            pt.SchemaInfo("k", "KEY_VALUE", H("00 00 00 00 00 00 00 00"), {"key.schema.type": "NOPE"})
+        )
     with pytest.raises(SchemaError):
         pt.decode_keyvalue_encoding_type(pt.SchemaInfo("k", "KEY_VALUE", b"", {"kv.encoding.type": "BOTH"}))
     assert pt.KeyValueEncodingType.parse("separated") is pt.KeyValueEncodingType.SEPARATED
@@ -187,7 +249,11 @@ VECTORS = [
     (SchemaType.FLOAT, 1.0, H("3F 80 00 00")),
     (SchemaType.DOUBLE, 1.0, H("3F F0 00 00 00 00 00 00")),
     (SchemaType.BOOLEAN, True, H("01")),
-    (SchemaType.INSTANT, NanoDateTime(1970, 1, 1, 0, 0, 1, tzinfo=UTC, nanosecond=5), H("00 00 00 00 00 00 00 01 00 00 00 05")),
+    (
+        SchemaType.INSTANT,
+        NanoDateTime(1970, 1, 1, 0, 0, 1, tzinfo=UTC, nanosecond=5),
+        H("00 00 00 00 00 00 00 01 00 00 00 05"),
+    ),
     (SchemaType.LOCAL_DATE_TIME, dt.datetime(1970, 1, 2, 1, 0), H("00 00 00 00 00 00 00 01 00 00 03 46 30 B8 A0 00")),
     (SchemaType.INT64, 3, H("00 00 00 00 00 00 00 03")),  # schema_version 3
 ]
@@ -229,13 +295,16 @@ def test_double_nan_is_canonical_float_keeps_payload(backend):
     assert np.frombuffer(f.buffers()[1], dtype=np.uint32)[0] == 0x7FC00001
     assert pt.encode_array("FLOAT", f).to_pylist() == [payload]
     assert pt.encode("FLOAT", np.frombuffer(H("01 00 C0 7F"), dtype=np.float32)[0]) == payload
-    assert pt.decode_array("DOUBLE", [H("7F F0 00 00 00 00 00 01")]).buffers()[1].to_pybytes() == H("01 00 00 00 00 00 F0 7F")
+    assert pt.decode_array("DOUBLE", [H("7F F0 00 00 00 00 00 01")]).buffers()[1].to_pybytes() == H(
+        "01 00 00 00 00 00 F0 7F"
+    )
 
 
 def test_temporal_python_types():
     assert pt.decode("DATE", H("00 00 00 00 00 00 03 E8")) == dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC)
-    assert pt.decode("TIMESTAMP", H("FF FF FF FF FF FF FF FF")) == dt.datetime(1969, 12, 31, 23, 59, 59, 999000,
-                                                                                 tzinfo=UTC)
+    assert pt.decode("TIMESTAMP", H("FF FF FF FF FF FF FF FF")) == dt.datetime(
+        1969, 12, 31, 23, 59, 59, 999000, tzinfo=UTC
+    )
     # java.sql.Time: the UTC time of day of the instant; a date part is dropped
     assert pt.decode("TIME", pt.encode("INT64", 86_400_000 + 3_600_000 + 5)) == dt.time(1, 0, 0, 5000)
     assert pt.decode("TIME", pt.encode("INT64", -1)) == dt.time(23, 59, 59, 999000)
@@ -275,10 +344,28 @@ def test_encode_zones_and_nanoseconds():
 
 @pytest.mark.parametrize(
     "schema_type, value",
-    [("INT8", 128), ("INT8", -129), ("INT16", 2**15), ("INT32", -(2**31) - 1), ("INT64", 2**63), ("INT32", 1.0),
-     ("INT32", True), ("BOOLEAN", 1), ("FLOAT", 1e300), ("FLOAT", "1"), ("STRING", b"x"), ("BYTES", "x"),
-     ("BYTES", 5), ("DATE", dt.date(2020, 1, 1)), ("LOCAL_DATE", dt.datetime(2020, 1, 1)), ("LOCAL_TIME", NS_PER_DAY),
-     ("LOCAL_TIME", -1), ("INSTANT", 2**63 * 10**9), ("DATE", 2**63), ("TIME", "noon")],
+    [
+        ("INT8", 128),
+        ("INT8", -129),
+        ("INT16", 2**15),
+        ("INT32", -(2**31) - 1),
+        ("INT64", 2**63),
+        ("INT32", 1.0),
+        ("INT32", True),
+        ("BOOLEAN", 1),
+        ("FLOAT", 1e300),
+        ("FLOAT", "1"),
+        ("STRING", b"x"),
+        ("BYTES", "x"),
+        ("BYTES", 5),
+        ("DATE", dt.date(2020, 1, 1)),
+        ("LOCAL_DATE", dt.datetime(2020, 1, 1)),
+        ("LOCAL_TIME", NS_PER_DAY),
+        ("LOCAL_TIME", -1),
+        ("INSTANT", 2**63 * 10**9),
+        ("DATE", 2**63),
+        ("TIME", "noon"),
+    ],
 )
 def test_encode_errors(schema_type, value):
     with pytest.raises(EncodeError):
@@ -326,7 +413,9 @@ def test_bad_length(backend, schema_type, size):
         pt.decode(schema_type, bytes(size))
     exc = info.value
     assert (exc.code, exc.index, exc.offset, exc.detail) == (ErrorCode.PRIM_BAD_LENGTH, 0, min(size, width), size)
-    assert str(exc) == f"{schema_type.name} value of {size} bytes, expected {width} (message 0, byte {min(size, width)})"
+    assert (
+        str(exc) == f"{schema_type.name} value of {size} bytes, expected {width} (message 0, byte {min(size, width)})"
+    )
     good = bytes(width)
     with pytest.raises(PrimitiveDecodeError) as info:
         pt.decode_array(schema_type, [good, None, bytes(size), bytes(size)])
@@ -377,7 +466,11 @@ def test_bulk_out_of_range(backend, schema_type, data, detail):
     with pytest.raises(PrimitiveDecodeError) as info:
         pt.decode_array(schema_type, [None, data])
     assert (info.value.code, info.value.index, info.value.offset, info.value.detail) == (
-        ErrorCode.PRIM_OUT_OF_RANGE, 1, 0, detail)
+        ErrorCode.PRIM_OUT_OF_RANGE,
+        1,
+        0,
+        detail,
+    )
     assert str(pt.arrow_type(schema_type)) in str(info.value)
 
 
@@ -408,10 +501,24 @@ def test_per_value_range_is_datetimes():
 
 
 UTF8_CASES = [
-    (b"ok", -1), (b"\xc3\xa9", -1), (b"\xf0\x9f\x98\x80", -1), (b"\xef\xbb\xbf", -1), (b"\xf4\x8f\xbf\xbf", -1),
-    (b"a\x80", 1), (b"\xc0\xaf", 0), (b"\xc1\xbf", 0), (b"\xe0\x80\xaf", 0), (b"\xed\xa0\x80", 0),
-    (b"\xf0\x80\x80\xaf", 0), (b"\xf4\x90\x80\x80", 0), (b"\xf5\x80\x80\x80", 0), (b"abc\xe2\x82", 3),
-    (b"\xe2\x28\xa1", 0), (b"x\xe2\x82\x28", 1), (b"12345678\xff", 8), (b"12345678901234\xc3", 14),
+    (b"ok", -1),
+    (b"\xc3\xa9", -1),
+    (b"\xf0\x9f\x98\x80", -1),
+    (b"\xef\xbb\xbf", -1),
+    (b"\xf4\x8f\xbf\xbf", -1),
+    (b"a\x80", 1),
+    (b"\xc0\xaf", 0),
+    (b"\xc1\xbf", 0),
+    (b"\xe0\x80\xaf", 0),
+    (b"\xed\xa0\x80", 0),
+    (b"\xf0\x80\x80\xaf", 0),
+    (b"\xf4\x90\x80\x80", 0),
+    (b"\xf5\x80\x80\x80", 0),
+    (b"abc\xe2\x82", 3),
+    (b"\xe2\x28\xa1", 0),
+    (b"x\xe2\x82\x28", 1),
+    (b"12345678\xff", 8),
+    (b"12345678901234\xc3", 14),
 ]
 
 
@@ -443,8 +550,13 @@ def test_input_shapes(backend):
     payloads = [None if v % 4 == 0 else pt.encode("INT32", v) for v in values]
     expected = [None if p is None else v for v, p in zip(values, payloads)]
     arr = pa.array(payloads, pa.binary())
-    for shape in (payloads, arr, arr.cast(pa.large_binary()), arr.cast(pa.binary_view()),
-                  pa.chunked_array([arr.slice(0, 3), arr.slice(3, 0), arr.slice(3)])):
+    for shape in (
+        payloads,
+        arr,
+        arr.cast(pa.large_binary()),
+        arr.cast(pa.binary_view()),
+        pa.chunked_array([arr.slice(0, 3), arr.slice(3, 0), arr.slice(3)]),
+    ):
         out = pt.decode_array("INT32", shape)
         out.validate(full=True)
         assert out.to_pylist() == expected
@@ -453,8 +565,10 @@ def test_input_shapes(backend):
     for shape in (strings, strings.cast(pa.binary()), strings.slice(1), pa.chunked_array([strings[:1], strings[1:]])):
         got = pt.decode_array("STRING", shape)
         got.validate(full=True)
-        assert got.to_pylist() == strings.to_pylist()[-len(shape):] if len(shape) < 4 else strings.to_pylist()
-    assert pt.decode_array("BYTES", strings).to_pylist() == [None if s is None else s.encode() for s in strings.to_pylist()]
+        assert got.to_pylist() == strings.to_pylist()[-len(shape) :] if len(shape) < 4 else strings.to_pylist()
+    assert pt.decode_array("BYTES", strings).to_pylist() == [
+        None if s is None else s.encode() for s in strings.to_pylist()
+    ]
 
 
 def test_string_decode_is_zero_copy(backend):
@@ -492,10 +606,18 @@ def test_encode_array_sources():
 
 @pytest.mark.parametrize(
     "schema_type, values",
-    [("INT8", pa.array([1, 200], pa.int32())), ("INT64", pa.array([2**64 - 1], pa.uint64())),
-     ("FLOAT", pa.array([1.0, 1e300])), ("LOCAL_TIME", pa.array([-1], pa.int64())),
-     ("INSTANT", pa.array([2**62], pa.timestamp("s"))), ("INT32", pa.array(["1"])), ("BOOLEAN", pa.array([1])),
-     ("STRING", pa.array([b"x"])), ("DATE", pa.array([1.0])), ("INT32", [1, "x"])],
+    [
+        ("INT8", pa.array([1, 200], pa.int32())),
+        ("INT64", pa.array([2**64 - 1], pa.uint64())),
+        ("FLOAT", pa.array([1.0, 1e300])),
+        ("LOCAL_TIME", pa.array([-1], pa.int64())),
+        ("INSTANT", pa.array([2**62], pa.timestamp("s"))),
+        ("INT32", pa.array(["1"])),
+        ("BOOLEAN", pa.array([1])),
+        ("STRING", pa.array([b"x"])),
+        ("DATE", pa.array([1.0])),
+        ("INT32", [1, "x"]),
+    ],
 )
 def test_encode_array_errors(schema_type, values):
     with pytest.raises(EncodeError) as info:
@@ -512,8 +634,9 @@ def ms_floor(d):
 
 
 def nano_dt(d, ns):
-    return NanoDateTime(d.year, d.month, d.day, d.hour, d.minute, d.second, d.microsecond, tzinfo=d.tzinfo,
-                        nanosecond=ns)
+    return NanoDateTime(
+        d.year, d.month, d.day, d.hour, d.minute, d.second, d.microsecond, tzinfo=d.tzinfo, nanosecond=ns
+    )
 
 
 naive = st.datetimes(min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30))
@@ -533,8 +656,11 @@ VALUES = {
     SchemaType.TIME: st.times().map(ms_floor),
     SchemaType.INSTANT: st.builds(nano_dt, aware, st.integers(0, 999)),
     SchemaType.LOCAL_DATE: st.dates(),
-    SchemaType.LOCAL_TIME: st.builds(lambda t, ns: NanoTime(t.hour, t.minute, t.second, t.microsecond, nanosecond=ns),
-                                     st.times(), st.integers(0, 999)),
+    SchemaType.LOCAL_TIME: st.builds(
+        lambda t, ns: NanoTime(t.hour, t.minute, t.second, t.microsecond, nanosecond=ns),
+        st.times(),
+        st.integers(0, 999),
+    ),
     SchemaType.LOCAL_DATE_TIME: st.builds(nano_dt, naive, st.integers(0, 999)),
 }
 
@@ -591,7 +717,10 @@ def same_arrow(a: pa.Array, b: pa.Array) -> bool:
         return False
     if pa.types.is_floating(a.type):
         width = a.type.bit_width
-        as_int = lambda x: np.frombuffer(x.buffers()[1], dtype=f"uint{width}")[x.offset:x.offset + len(x)]
+
+        def as_int(x):
+            return np.frombuffer(x.buffers()[1], dtype=f"uint{width}")[x.offset : x.offset + len(x)]
+
         valid = ~np.asarray(a.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         return bool(np.array_equal(as_int(a)[valid], as_int(b)[valid]))
     return a.equals(b)
@@ -622,7 +751,9 @@ def to_storage(schema_type, value):
     if schema_type is SchemaType.LOCAL_DATE:
         return (value - dt.date(1970, 1, 1)).days
     if schema_type is SchemaType.LOCAL_TIME:
-        return ((value.hour * 3600 + value.minute * 60 + value.second) * 10**6 + value.microsecond) * 1000 + value.nanosecond
+        return (
+            (value.hour * 3600 + value.minute * 60 + value.second) * 10**6 + value.microsecond
+        ) * 1000 + value.nanosecond
     epoch = dt.datetime(1970, 1, 1, tzinfo=value.tzinfo)
     return (value - epoch) // dt.timedelta(microseconds=1) * 1000 + value.nanosecond
 
@@ -658,18 +789,22 @@ def payload_lists(draw, schema_type):
     width = WIDTH.get(schema_type, 4)
     if schema_type is SchemaType.INSTANT:  # mostly representable seconds, sometimes huge ones
         item = st.one_of(
-            st.builds(lambda s, n: struct.pack(">qi", s, n), st.integers(-(2**34), 2**34), st.integers(-(2**31), 2**31 - 1)),
+            st.builds(
+                lambda s, n: struct.pack(">qi", s, n), st.integers(-(2**34), 2**34), st.integers(-(2**31), 2**31 - 1)
+            ),
             st.binary(min_size=width, max_size=width),
         )
     elif schema_type is SchemaType.LOCAL_DATE_TIME:
         item = st.one_of(
-            st.builds(lambda d, n: struct.pack(">qq", d, n), st.integers(-200_000, 200_000),
-                      st.integers(-10, NS_PER_DAY + 10)),
+            st.builds(
+                lambda d, n: struct.pack(">qq", d, n), st.integers(-200_000, 200_000), st.integers(-10, NS_PER_DAY + 10)
+            ),
             st.binary(min_size=width, max_size=width),
         )
     elif schema_type in (SchemaType.DATE, SchemaType.TIMESTAMP, SchemaType.LOCAL_DATE, SchemaType.LOCAL_TIME):
-        item = st.one_of(st.integers(-(2**40), 2**40).map(lambda v: struct.pack(">q", v)),
-                         st.binary(min_size=width, max_size=width))
+        item = st.one_of(
+            st.integers(-(2**40), 2**40).map(lambda v: struct.pack(">q", v)), st.binary(min_size=width, max_size=width)
+        )
     elif schema_type is SchemaType.STRING:
         item = st.one_of(st.text(max_size=6).map(str.encode), st.binary(max_size=6))
     else:
@@ -698,8 +833,13 @@ def test_twins_agree_and_bulk_equals_per_value(data, schema_type):
     else:
         assert compiled == pure
     single = per_value_outcome(schema_type, payloads)
-    narrower = (SchemaType.DATE, SchemaType.TIMESTAMP, SchemaType.INSTANT, SchemaType.LOCAL_DATE,
-                SchemaType.LOCAL_DATE_TIME)
+    narrower = (
+        SchemaType.DATE,
+        SchemaType.TIMESTAMP,
+        SchemaType.INSTANT,
+        SchemaType.LOCAL_DATE,
+        SchemaType.LOCAL_DATE_TIME,
+    )
     if single[0] == "error" and single[1] == ErrorCode.PRIM_OUT_OF_RANGE and (pure[0] == "ok" or single[2] < pure[2]):
         # per value the datetime range (years 1-9999) is narrower than the Arrow column's
         assert schema_type in narrower
@@ -710,8 +850,9 @@ def test_twins_agree_and_bulk_equals_per_value(data, schema_type):
         assert single == pure
     elif schema_type in (SchemaType.FLOAT, SchemaType.DOUBLE):
         got = pure[1].to_pylist()
-        assert all((a is None and b is None) or a == b or (math.isnan(a) and math.isnan(b))
-                   for a, b in zip(got, single[1]))
+        assert all(
+            (a is None and b is None) or a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(got, single[1])
+        )
     else:
         assert storage_list(pure[1]) == single[1]
 
@@ -790,3 +931,141 @@ def test_compiled_decode_is_fast():
             best = min(best, time.perf_counter() - start)
     assert out.to_numpy()[-1] == n - 1
     assert best < 0.1  # about 2 ms on the reference machine
+
+
+# -- module layout: pulsar_types gathers the schema model and the primitives ------------------------
+
+DOCUMENTED_NAMES = [
+    "SchemaType",
+    "KeyValueEncodingType",
+    "SchemaInfo",
+    "EncodeData",
+    "NanoDateTime",
+    "NanoTime",
+    "CHARSET_PROPERTY",
+    "primitive_schema_info",
+    "external_schema_info",
+    "encode_keyvalue_schema_info",
+    "decode_keyvalue_schema_info",
+    "decode_keyvalue_encoding_type",
+    "arrow_type",
+    "encode",
+    "decode",
+    "encode_array",
+    "decode_array",
+]
+# the modules of the Pulsar model; none of them may take part in an import cycle
+MODEL_MODULES = [
+    "pulsar_codec.keyvalue",
+    "pulsar_codec._base64",
+    "pulsar_codec._time",
+    "pulsar_codec.primitives",
+    "pulsar_codec._primitive_columns",
+    "pulsar_codec.pulsar_types",
+    "pulsar_codec.pulsar",
+    "pulsar_codec.pulsar.schema_info",
+    "pulsar_codec.pulsar._sdk",
+    "pulsar_codec.pulsar.client",
+    "pulsar_codec.pulsar.reader",
+]
+
+
+def test_pulsar_types_gathers_schema_info_and_primitives():
+    from pulsar_codec import primitives
+    from pulsar_codec.pulsar import schema_info
+
+    assert pt.__all__ == DOCUMENTED_NAMES
+    for name in DOCUMENTED_NAMES:
+        home = schema_info if name in schema_info.__all__ else primitives
+        assert name in home.__all__, name
+        assert getattr(pt, name) is getattr(home, name), name
+    # the encoding type lives below the schema model, which imports it
+    assert schema_info.KeyValueEncodingType is keyvalue.KeyValueEncodingType
+
+
+def _source(module: str):
+    import pulsar_codec
+
+    path = Path(pulsar_codec.__file__).parent.joinpath(*module.split(".")[1:])
+    for candidate in (path / "__init__.py", path.with_suffix(".py")):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def _package_imports(module: str) -> tuple[set[str], set[str]]:
+    """(pulsar_codec modules imported when ``module`` loads, those imported inside functions)."""
+    path = _source(module)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    tree = ast.parse(path.read_text())
+    nested_nodes = {
+        id(node)
+        for fn in ast.walk(tree)
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for node in ast.walk(fn)
+    }
+    loaded, nested = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        # a parent package is always initialised before its children: no edge
+        found = {t for t in targets if t.startswith("pulsar_codec") and _source(t) and not module.startswith(t + ".")}
+        (nested if id(node) in nested_nodes else loaded).update(found - {module})
+    return loaded, nested
+
+
+def test_pulsar_model_modules_form_no_import_cycle():
+    graph: dict[str, set[str]] = {}
+    todo = list(MODEL_MODULES)
+    while todo:
+        module = todo.pop()
+        if module not in graph:
+            graph[module] = _package_imports(module)[0]
+            todo.extend(graph[module])
+    for start in MODEL_MODULES:
+        seen, stack = set(), list(graph[start])
+        while stack:
+            module = stack.pop()
+            assert module != start, f"{start} imports itself through {sorted(seen)}"
+            if module not in seen:
+                seen.add(module)
+                stack.extend(graph[module])
+        # and no import hidden in a function to dodge a cycle
+        assert _package_imports(start)[1] == set(), start
+
+
+def test_schema_model_works_without_pulsar_client():
+    code = (
+        "import sys\n"
+        "sys.modules['pulsar'] = sys.modules['_pulsar'] = None\n"
+        "from pulsar_codec import pulsar_types as pt\n"
+        "from pulsar_codec.pulsar import SchemaInfo, KeyValueEncodingType\n"
+        "assert SchemaInfo is pt.SchemaInfo and pt.encode('INT32', 1) == b'\\x00\\x00\\x00\\x01'\n"
+        "for name in ('read_batches', 'KeyValueSchema'):\n"
+        "    try:\n"
+        "        getattr(__import__('pulsar_codec.pulsar', fromlist=[name]), name)\n"
+        "    except ImportError as exc:\n"
+        "        assert \"pip install 'pulsar-codec[pulsar]'\" in str(exc), exc\n"
+        "    else:\n"
+        "        raise AssertionError(name + ' imported without pulsar-client')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_nano_pickles_of_earlier_versions_still_load():
+    # 0.1 defined the rebuild functions in pulsar_types; its protocol-0 pickles name them there
+    for value in (NanoDateTime(2024, 1, 2, 3, 4, 5, 6, tzinfo=UTC, nanosecond=7), NanoTime(1, 2, 3, 4, nanosecond=5)):
+        written = pickle.dumps(value, protocol=0)
+        assert b"pulsar_codec._time" in written
+        earlier = written.replace(b"pulsar_codec._time", b"pulsar_codec.pulsar_types")
+        back = pickle.loads(earlier)
+        assert back == value and type(back) is type(value) and back.nanosecond == value.nanosecond

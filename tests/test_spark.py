@@ -6,6 +6,7 @@ import datetime
 import decimal
 import io
 import json
+import pickle
 import struct
 
 import fastavro
@@ -19,28 +20,47 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pulsar_codec import keyvalue, wire
-from pulsar_codec.integrations import spark as pcs
 from pulsar_codec.errors import ErrorCode, SchemaError, SchemaNotFoundError
-from pulsar_codec.registry import ConfluentRegistry, LocalRegistry
+from pulsar_codec.integrations import spark as pcs
+from pulsar_codec.integrations.spark import executor
+from pulsar_codec.integrations.spark.batches import walk_bad_rows
+from pulsar_codec.integrations.spark.decode import DecodeJob, frame_ids
+from pulsar_codec.pipeline import MessageDecoder
+from pulsar_codec.registry import ConfluentRegistry, LocalRegistry, RegistryConfig
 
 pytest_plugins = ["spark_fixtures"]
 pytestmark = pytest.mark.slow
 
-V1 = {"type": "record", "name": "User", "namespace": "t", "fields": [
-    {"name": "id", "type": "int"},
-    {"name": "name", "type": "string"},
-]}
-V2 = {"type": "record", "name": "User", "namespace": "t", "fields": [
-    {"name": "id", "type": "long"},
-    {"name": "name", "type": "string"},
-    {"name": "email", "type": ["null", "string"], "default": None},
-]}
-V3 = {"type": "record", "name": "User", "namespace": "t", "fields": [
-    {"name": "id", "type": "long"},
-    {"name": "name", "type": "string"},
-    {"name": "email", "type": ["null", "string"], "default": None},
-    {"name": "score", "type": "double", "default": 0.5},
-]}
+V1 = {
+    "type": "record",
+    "name": "User",
+    "namespace": "t",
+    "fields": [
+        {"name": "id", "type": "int"},
+        {"name": "name", "type": "string"},
+    ],
+}
+V2 = {
+    "type": "record",
+    "name": "User",
+    "namespace": "t",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "name", "type": "string"},
+        {"name": "email", "type": ["null", "string"], "default": None},
+    ],
+}
+V3 = {
+    "type": "record",
+    "name": "User",
+    "namespace": "t",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "name", "type": "string"},
+        {"name": "email", "type": ["null", "string"], "default": None},
+        {"name": "score", "type": "double", "default": 0.5},
+    ],
+}
 
 
 def body(schema, record) -> bytes:
@@ -112,9 +132,15 @@ def test_mixed_ids_with_evolution_and_nulls(spark, users_registry, backend):
 
 def test_explicit_reader_schema(spark, users_registry):
     reg, ids = users_registry
-    reader = {"type": "record", "name": "User", "namespace": "t", "fields": [
-        {"name": "name", "type": "string"}, {"name": "email", "type": ["null", "string"], "default": None},
-    ]}
+    reader = {
+        "type": "record",
+        "name": "User",
+        "namespace": "t",
+        "fields": [
+            {"name": "name", "type": "string"},
+            {"name": "email", "type": ["null", "string"], "default": None},
+        ],
+    }
     out = pcs.decode(frame_of(spark, user_messages(ids)), registry=reg, reader_schema=reader, output="u")
     rows = collect_sorted(out)
     assert [as_dict(r["u"]) for r in rows] == [
@@ -134,8 +160,11 @@ def test_corrupt_rows_go_to_the_error_column(spark, users_registry, backend):
     assert [r["value"] for r in rows] == messages
     errors = [as_dict(r["decode_error"]) for r in rows]
     assert errors[0] is None and errors[4] is None
-    assert errors[1] == {"code": ErrorCode.WIRE_BAD_MAGIC, "offset": 0,
-                         "message": "invalid magic byte 0x07, expected 0x00 (byte 0)"}
+    assert errors[1] == {
+        "code": ErrorCode.WIRE_BAD_MAGIC,
+        "offset": 0,
+        "message": "invalid magic byte 0x07, expected 0x00 (byte 0)",
+    }
     assert errors[2]["code"] == ErrorCode.WIRE_SHORT_PREFIX and errors[2]["offset"] == 2
     assert errors[3]["code"] == ErrorCode.AVRO_TRUNCATED
     assert errors[5]["code"] == ErrorCode.AVRO_INVALID_UTF8 and errors[5]["offset"] == 2
@@ -187,8 +216,13 @@ def test_existing_output_column_is_replaced(spark):
 
 def test_pip420_bodies_with_schema_id_column(spark, users_registry, backend):
     reg, ids = users_registry
-    bodies = [body(V1, {"id": 1, "name": "a"}), body(V3, {"id": 2, "name": "b", "email": "m", "score": 1.0}), None,
-              body(V1, {"id": 3, "name": "c"}), b"\x02"]
+    bodies = [
+        body(V1, {"id": 1, "name": "a"}),
+        body(V3, {"id": 2, "name": "b", "email": "m", "score": 1.0}),
+        None,
+        body(V1, {"id": 3, "name": "c"}),
+        b"\x02",
+    ]
     id_ints = [ids[0], ids[2], None, None, ids[0]]
     df = spark.createDataFrame(
         [(i, b, s) for i, (b, s) in enumerate(zip(bodies, id_ints))], "k long, value binary, sid long"
@@ -248,7 +282,10 @@ def test_keyvalue_split_and_decode(spark, backend):
     rows = collect_sorted(out)
     assert [as_dict(r["key"]) for r in rows] == [{"tenant": f"t{i}"} for i in range(3)] + [None, None, None]
     assert [as_dict(r["value"]) for r in rows] == [{"id": i, "name": f"n{i}"} for i in range(3)] + [
-        {"id": 9, "name": "nokey"}, None, None]
+        {"id": 9, "name": "nokey"},
+        None,
+        None,
+    ]
     assert rows[4]["keyvalue_error"] is not None
     assert all(r["key_error"] is None and r["value_error"] is None for r in rows)
 
@@ -258,14 +295,16 @@ def test_keyvalue_split_and_decode(spark, backend):
 
 def test_encode_round_trip(spark, tmp_path, backend):
     reg = LocalRegistry(tmp_path / "enc.db")
-    schema = T.StructType([
-        T.StructField("id", T.LongType(), False),
-        T.StructField("name", T.StringType(), True),
-        T.StructField("tags", T.ArrayType(T.IntegerType(), False), True),
-        T.StructField("price", T.DecimalType(10, 2), True),
-        T.StructField("at", T.TimestampType(), True),
-        T.StructField("day", T.DateType(), True),
-    ])
+    schema = T.StructType(
+        [
+            T.StructField("id", T.LongType(), False),
+            T.StructField("name", T.StringType(), True),
+            T.StructField("tags", T.ArrayType(T.IntegerType(), False), True),
+            T.StructField("price", T.DecimalType(10, 2), True),
+            T.StructField("at", T.TimestampType(), True),
+            T.StructField("day", T.DateType(), True),
+        ]
+    )
     at = datetime.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=datetime.UTC)
     data = [
         (1, "a", [1, 2], decimal.Decimal("12.34"), at, datetime.date(2024, 1, 2)),
@@ -306,10 +345,14 @@ def test_encode_round_trip(spark, tmp_path, backend):
 
 
 def test_encode_with_given_schema_and_mapping(spark):
-    schema = {"type": "record", "name": "S", "fields": [
-        {"name": "status", "type": {"type": "enum", "name": "St", "symbols": ["NEW", "OLD"]}},
-        {"name": "n", "type": "int"},
-    ]}
+    schema = {
+        "type": "record",
+        "name": "S",
+        "fields": [
+            {"name": "status", "type": {"type": "enum", "name": "St", "symbols": ["NEW", "OLD"]}},
+            {"name": "n", "type": "int"},
+        ],
+    }
     registry: dict = {}
     df = spark.createDataFrame([("OLD", 1), ("NEW", 2)], "status string, n int").select(
         F.struct("status", "n").alias("s")
@@ -325,39 +368,46 @@ def test_encode_with_given_schema_and_mapping(spark):
 # -- every Avro type -----------------------------------------------------------------------------------
 
 INNER = {"type": "record", "name": "Inner", "fields": [{"name": "x", "type": "int"}]}
-ALL_TYPES = {"type": "record", "name": "All", "namespace": "t", "fields": [
-    {"name": "n", "type": "null"},
-    {"name": "b", "type": "boolean"},
-    {"name": "i", "type": "int"},
-    {"name": "l", "type": "long"},
-    {"name": "f", "type": "float"},
-    {"name": "d", "type": "double"},
-    {"name": "s", "type": "string"},
-    {"name": "by", "type": "bytes"},
-    {"name": "fx", "type": {"type": "fixed", "name": "F4", "size": 4}},
-    {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]}},
-    {"name": "arr", "type": {"type": "array", "items": "int"}},
-    {"name": "m", "type": {"type": "map", "values": "long"}},
-    {"name": "rec", "type": INNER},
-    {"name": "opt", "type": ["null", "string"]},
-    {"name": "u", "type": ["null", "int", "string", "t.Inner"]},
-    {"name": "dec", "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}},
-    {"name": "decf", "type": {"type": "fixed", "name": "D16", "size": 16, "logicalType": "decimal",
-                              "precision": 38, "scale": 4}},
-    {"name": "big", "type": {"type": "bytes", "logicalType": "decimal", "precision": 50, "scale": 3}},
-    {"name": "uid", "type": {"type": "string", "logicalType": "uuid"}},
-    {"name": "date", "type": {"type": "int", "logicalType": "date"}},
-    {"name": "tm", "type": {"type": "int", "logicalType": "time-millis"}},
-    {"name": "tu", "type": {"type": "long", "logicalType": "time-micros"}},
-    {"name": "tsm", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-    {"name": "tsu", "type": {"type": "long", "logicalType": "timestamp-micros"}},
-    {"name": "tsn", "type": {"type": "long", "logicalType": "timestamp-nanos"}},
-    {"name": "ltu", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
-    {"name": "ltn", "type": {"type": "long", "logicalType": "local-timestamp-nanos"}},
-    {"name": "dur", "type": {"type": "fixed", "name": "Dur", "size": 12, "logicalType": "duration"}},
-    {"name": "unknown", "type": {"type": "string", "logicalType": "made-up"}},
-    {"name": "items", "type": {"type": "array", "items": ["int", "string"]}},
-]}
+ALL_TYPES = {
+    "type": "record",
+    "name": "All",
+    "namespace": "t",
+    "fields": [
+        {"name": "n", "type": "null"},
+        {"name": "b", "type": "boolean"},
+        {"name": "i", "type": "int"},
+        {"name": "l", "type": "long"},
+        {"name": "f", "type": "float"},
+        {"name": "d", "type": "double"},
+        {"name": "s", "type": "string"},
+        {"name": "by", "type": "bytes"},
+        {"name": "fx", "type": {"type": "fixed", "name": "F4", "size": 4}},
+        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]}},
+        {"name": "arr", "type": {"type": "array", "items": "int"}},
+        {"name": "m", "type": {"type": "map", "values": "long"}},
+        {"name": "rec", "type": INNER},
+        {"name": "opt", "type": ["null", "string"]},
+        {"name": "u", "type": ["null", "int", "string", "t.Inner"]},
+        {"name": "dec", "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}},
+        {
+            "name": "decf",
+            "type": {"type": "fixed", "name": "D16", "size": 16, "logicalType": "decimal", "precision": 38, "scale": 4},
+        },
+        {"name": "big", "type": {"type": "bytes", "logicalType": "decimal", "precision": 50, "scale": 3}},
+        {"name": "uid", "type": {"type": "string", "logicalType": "uuid"}},
+        {"name": "date", "type": {"type": "int", "logicalType": "date"}},
+        {"name": "tm", "type": {"type": "int", "logicalType": "time-millis"}},
+        {"name": "tu", "type": {"type": "long", "logicalType": "time-micros"}},
+        {"name": "tsm", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "tsu", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+        {"name": "tsn", "type": {"type": "long", "logicalType": "timestamp-nanos"}},
+        {"name": "ltu", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
+        {"name": "ltn", "type": {"type": "long", "logicalType": "local-timestamp-nanos"}},
+        {"name": "dur", "type": {"type": "fixed", "name": "Dur", "size": 12, "logicalType": "duration"}},
+        {"name": "unknown", "type": {"type": "string", "logicalType": "made-up"}},
+        {"name": "items", "type": {"type": "array", "items": ["int", "string"]}},
+    ],
+}
 
 
 def _strip_logical(schema):
@@ -375,38 +425,137 @@ def _unscaled(value: str, scale: int, size: int | None = None) -> bytes:
 
 
 ROWS_RAW = [
-    {"n": None, "b": True, "i": -5, "l": 2**62, "f": 1.5, "d": -2.25, "s": "héllo", "by": b"\x00\x01",
-     "fx": b"abcd", "e": "B", "arr": [1, 2, 3], "m": {"k": 7}, "rec": {"x": 1}, "opt": "o",
-     "u": ("int", 5), "dec": _unscaled("123.45", 2), "decf": _unscaled("-1.2345", 4, 16),
-     "big": _unscaled("1234567890123456789012.567", 3),
-     "uid": "1b4e28ba-2fa1-11d2-883f-0016d3cca427", "date": 19000, "tm": 3_723_004, "tu": 3_723_004_005,
-     "tsm": 1_700_000_000_123, "tsu": 1_700_000_000_123_456, "tsn": 1_700_000_000_123_456_789,
-     "ltu": 1_700_000_000_123_456, "ltn": 1_700_000_000_123_456_789,
-     "dur": struct.pack("<III", 1, 2, 3), "unknown": "u", "items": [1, "two"]},
-    {"n": None, "b": False, "i": 0, "l": 0, "f": 0.0, "d": 0.0, "s": "", "by": b"",
-     "fx": b"\x00\x00\x00\x00", "e": "C", "arr": [], "m": {}, "rec": {"x": -1}, "opt": None,
-     "u": ("t.Inner", {"x": 9}), "dec": _unscaled("0", 2), "decf": _unscaled("0", 4, 16),
-     "big": _unscaled("-1.5", 3), "uid": "00000000-0000-0000-0000-000000000000", "date": -1, "tm": 0, "tu": 0,
-     "tsm": -1, "tsu": -1, "tsn": -1, "ltu": 0, "ltn": 999, "dur": struct.pack("<III", 0, 0, 0),
-     "unknown": "", "items": []},
-    {"n": None, "b": True, "i": 1, "l": 1, "f": 1.0, "d": 1.0, "s": "s", "by": b"b", "fx": b"wxyz",
-     "e": "A", "arr": [0], "m": {"a": 1, "b": 2}, "rec": {"x": 0}, "opt": None, "u": None,
-     "dec": _unscaled("-0.01", 2), "decf": _unscaled("1", 4, 16), "big": _unscaled("0.001", 3),
-     "uid": "u", "date": 0, "tm": 1, "tu": 1, "tsm": 0, "tsu": 0, "tsn": 0, "ltu": 0, "ltn": 0,
-     "dur": struct.pack("<III", 5, 1, 1), "unknown": "x", "items": ["a"]},
+    {
+        "n": None,
+        "b": True,
+        "i": -5,
+        "l": 2**62,
+        "f": 1.5,
+        "d": -2.25,
+        "s": "héllo",
+        "by": b"\x00\x01",
+        "fx": b"abcd",
+        "e": "B",
+        "arr": [1, 2, 3],
+        "m": {"k": 7},
+        "rec": {"x": 1},
+        "opt": "o",
+        "u": ("int", 5),
+        "dec": _unscaled("123.45", 2),
+        "decf": _unscaled("-1.2345", 4, 16),
+        "big": _unscaled("1234567890123456789012.567", 3),
+        "uid": "1b4e28ba-2fa1-11d2-883f-0016d3cca427",
+        "date": 19000,
+        "tm": 3_723_004,
+        "tu": 3_723_004_005,
+        "tsm": 1_700_000_000_123,
+        "tsu": 1_700_000_000_123_456,
+        "tsn": 1_700_000_000_123_456_789,
+        "ltu": 1_700_000_000_123_456,
+        "ltn": 1_700_000_000_123_456_789,
+        "dur": struct.pack("<III", 1, 2, 3),
+        "unknown": "u",
+        "items": [1, "two"],
+    },
+    {
+        "n": None,
+        "b": False,
+        "i": 0,
+        "l": 0,
+        "f": 0.0,
+        "d": 0.0,
+        "s": "",
+        "by": b"",
+        "fx": b"\x00\x00\x00\x00",
+        "e": "C",
+        "arr": [],
+        "m": {},
+        "rec": {"x": -1},
+        "opt": None,
+        "u": ("t.Inner", {"x": 9}),
+        "dec": _unscaled("0", 2),
+        "decf": _unscaled("0", 4, 16),
+        "big": _unscaled("-1.5", 3),
+        "uid": "00000000-0000-0000-0000-000000000000",
+        "date": -1,
+        "tm": 0,
+        "tu": 0,
+        "tsm": -1,
+        "tsu": -1,
+        "tsn": -1,
+        "ltu": 0,
+        "ltn": 999,
+        "dur": struct.pack("<III", 0, 0, 0),
+        "unknown": "",
+        "items": [],
+    },
+    {
+        "n": None,
+        "b": True,
+        "i": 1,
+        "l": 1,
+        "f": 1.0,
+        "d": 1.0,
+        "s": "s",
+        "by": b"b",
+        "fx": b"wxyz",
+        "e": "A",
+        "arr": [0],
+        "m": {"a": 1, "b": 2},
+        "rec": {"x": 0},
+        "opt": None,
+        "u": None,
+        "dec": _unscaled("-0.01", 2),
+        "decf": _unscaled("1", 4, 16),
+        "big": _unscaled("0.001", 3),
+        "uid": "u",
+        "date": 0,
+        "tm": 1,
+        "tu": 1,
+        "tsm": 0,
+        "tsu": 0,
+        "tsn": 0,
+        "ltu": 0,
+        "ltn": 0,
+        "dur": struct.pack("<III", 5, 1, 1),
+        "unknown": "x",
+        "items": ["a"],
+    },
 ]
 
 
 def test_spark_schema_covers_every_type():
     got = pcs.spark_schema(ALL_TYPES)
     want = {
-        "n": "void", "b": "boolean", "i": "int", "l": "bigint", "f": "float", "d": "double", "s": "string",
-        "by": "binary", "fx": "binary", "e": "string", "arr": "array<int>", "m": "map<string,bigint>",
-        "rec": "struct<x:int>", "opt": "string", "u": "struct<int:int,string:string,Inner:struct<x:int>>",
-        "dec": "decimal(10,2)", "decf": "decimal(38,4)", "big": "string", "uid": "string", "date": "date",
-        "tm": "time(6)", "tu": "time(6)", "tsm": "timestamp", "tsu": "timestamp", "tsn": "timestamp",
-        "ltu": "timestamp_ntz", "ltn": "timestamp_ntz",
-        "dur": "struct<months:int,days:int,nanoseconds:bigint>", "unknown": "string",
+        "n": "void",
+        "b": "boolean",
+        "i": "int",
+        "l": "bigint",
+        "f": "float",
+        "d": "double",
+        "s": "string",
+        "by": "binary",
+        "fx": "binary",
+        "e": "string",
+        "arr": "array<int>",
+        "m": "map<string,bigint>",
+        "rec": "struct<x:int>",
+        "opt": "string",
+        "u": "struct<int:int,string:string,Inner:struct<x:int>>",
+        "dec": "decimal(10,2)",
+        "decf": "decimal(38,4)",
+        "big": "string",
+        "uid": "string",
+        "date": "date",
+        "tm": "time(6)",
+        "tu": "time(6)",
+        "tsm": "timestamp",
+        "tsu": "timestamp",
+        "tsn": "timestamp",
+        "ltu": "timestamp_ntz",
+        "ltn": "timestamp_ntz",
+        "dur": "struct<months:int,days:int,nanoseconds:bigint>",
+        "unknown": "string",
         "items": "array<struct<int:int,string:string>>",
     }
     got_types = {f.name: f.dataType.simpleString() for f in got.fields}
@@ -475,14 +624,21 @@ def test_union_conversion_of_a_slice():
     )
     target, fn = pcs.spark_arrow_type(u.type)
     assert target == pa.struct([pa.field("int", pa.int64()), pa.field("string", pa.string())])
-    assert fn(u).to_pylist() == [None, {"int": 10, "string": None}, {"int": None, "string": "a"},
-                                 {"int": 20, "string": None}, None]
+    assert fn(u).to_pylist() == [
+        None,
+        {"int": 10, "string": None},
+        {"int": None, "string": "a"},
+        {"int": 20, "string": None},
+        None,
+    ]
     assert fn(u.slice(2)).to_pylist() == [{"int": None, "string": "a"}, {"int": 20, "string": None}, None]
 
 
 def test_nested_conversion_of_slices():
-    values = pa.array([{"k": [("a", pa.scalar(1, pa.time32("ms")))]}, None, {"k": [("b", None), ("c", 5)]}],
-                      pa.struct([pa.field("k", pa.map_(pa.string(), pa.time32("ms")))]))
+    values = pa.array(
+        [{"k": [("a", pa.scalar(1, pa.time32("ms")))]}, None, {"k": [("b", None), ("c", 5)]}],
+        pa.struct([pa.field("k", pa.map_(pa.string(), pa.time32("ms")))]),
+    )
     target, fn = pcs.spark_arrow_type(values.type)
     assert target == pa.struct([pa.field("k", pa.map_(pa.string(), pa.time64("ns")))])
     out = fn(values.slice(1))
@@ -501,20 +657,71 @@ def test_nested_conversion_of_slices():
 # -- registries on the executors ------------------------------------------------------------------------
 
 
-def test_registry_specs(tmp_path):
-    assert pcs.registry_spec({1: V1}).kind == "none"
-    assert pcs.registry_spec(LocalRegistry(":memory:")).kind == "none"
-    local = pcs.registry_spec(LocalRegistry(tmp_path / "r.db"))
-    assert local.kind == "local" and local.location == str(tmp_path / "r.db")
+def test_deprecated_registry_spec_names(tmp_path):
     client = ConfluentRegistry("http://127.0.0.1:1", auth=("user", "s3cret"), retries=1)
-    spec = pcs.registry_spec(client)
-    assert dict(spec.options)["auth"] == ("user", "s3cret") and "s3cret" not in repr(spec)
-    rebuilt = spec.build()
-    assert rebuilt.url == client.url and rebuilt.retries == 1
-    token = pcs.registry_spec(ConfluentRegistry("http://127.0.0.1:1", token="tok"))
-    assert dict(token.options)["token"] == "tok"
-    with pytest.raises(TypeError, match="RegistrySpec"):
-        pcs.registry_spec(object())
+    with pytest.warns(DeprecationWarning, match="RegistryConfig.of"):
+        config = pcs.registry_spec(client)
+    assert config == RegistryConfig.of(client) and config.auth == ("user", "s3cret") and "s3cret" not in repr(config)
+    with pytest.warns(DeprecationWarning, match="RegistryConfig"):
+        assert pcs.RegistrySpec is RegistryConfig
+    from pulsar_codec import spark as facade
+
+    with pytest.warns(DeprecationWarning):
+        assert facade.RegistrySpec is RegistryConfig
+    assert "RegistrySpec" not in facade.__all__
+    client.close()
+
+
+def test_shipped_schemas_travel_without_their_client(tmp_path):
+    store = LocalRegistry(tmp_path / "r.db")
+    sid = store.register("users-value", json.dumps(V1))
+    shipped = executor.ShippedSchemas({"7": V2}, RegistryConfig.of(store))
+    assert shipped[7] == V2 and list(shipped) == [7]  # "7" and 7 are one id
+    assert json.loads(shipped[sid].schema) == V1 and shipped.fetched[sid] == 1  # asked of the registry
+    assert shipped._client is not None
+    copy = pickle.loads(pickle.dumps(shipped))
+    assert copy._client is None and copy.schemas == {7: V2} and not copy.fetched
+    alone = executor.ShippedSchemas({1: V1})
+    with pytest.raises(SchemaNotFoundError, match="not resolved on the driver"):
+        alone.get(2)
+    store.close()
+
+
+def test_decode_job_keeps_one_decoder_per_configuration():
+    msgs = pa.array([wire.CONFLUENT.pack(1, body(V1, {"id": 1, "name": "a"})), None], pa.binary())
+
+    def job(schemas):
+        decoder = MessageDecoder(executor.ShippedSchemas(schemas), reader_schema=V1, on_error="null")
+        made = DecodeJob(decoder, ("test-key", id(msgs)), "value", None, "decoded", "decode_error", "python")
+        return pickle.loads(pickle.dumps(made))  # as each task gets it
+
+    first, second = job({1: V1}), job({1: V1, 2: V2})
+    batch = pa.record_batch({"value": msgs})
+    assert next(first(iter([batch]))).column("decoded").to_pylist() == [{"id": 1, "name": "a"}, None]
+    assert next(second(iter([batch]))).column("decode_error").to_pylist() == [None, None]
+    kept, schemas = executor._DECODERS[("test-key", id(msgs))]
+    assert kept is first.decoder and kept is not second.decoder  # the second task reused the first decoder
+    assert sorted(schemas) == [1, 2]  # ... and brought its shipped schemas into it
+    del executor._DECODERS[("test-key", id(msgs))]
+
+
+def test_backend_fallback_on_an_executor_is_logged(monkeypatch, caplog):
+    real_get = executor._backend.get
+
+    def get(name):
+        if name == "cython":
+            raise ImportError("no compiled kernels here")
+        return real_get(name)
+
+    monkeypatch.setattr(executor._backend, "get", get)
+    monkeypatch.setattr(executor, "_FALLBACKS", [])
+    with caplog.at_level("WARNING", logger="pulsar_codec"):
+        for _ in range(2):
+            with executor.use_backend("cython"):
+                assert executor._backend.active().name == "python"
+    warned = [r for r in caplog.records if r.name == "pulsar_codec"]
+    assert len(warned) == 1 and "no compiled kernels here" in warned[0].getMessage()
+    assert executor._FALLBACKS == ["cython: no compiled kernels here"]
 
 
 def test_executor_fetches_each_new_id_once_per_process(spark, tmp_path):
@@ -534,15 +741,18 @@ def test_executor_fetches_each_new_id_once_per_process(spark, tmp_path):
         for _ in range(2):
             assert out.where(F.col("decode_error").isNull()).count() == 400
         assert sorted(r["decoded"]["id"] for r in out.collect()) == list(range(400))
+        # another decode call with the same configuration reuses the executors' decoders
+        again = pcs.decode(df, registry=RegistryConfig.of(client), reader_schema=V1, prefetch=False)
+        assert again.where(F.col("decode_error").isNull()).count() == 400
         requests = faults.requests - before
         stats = pcs.executor_stats(spark, tasks=64)
         df.unpersist()
         client.close()
-    spec_name = repr(pcs.registry_spec(client))
+    spec_name = repr(RegistryConfig.of(client))
     fetched = [reg["fetched"].get(str(sid), 0) for s in stats for reg in s["registries"] if reg["spec"] == spec_name]
     assert fetched and max(fetched) == 1  # never twice in one process
-    # 3 jobs x 16 tasks decoded the column; only the first batch of each worker process asked
-    assert 1 <= sum(fetched) <= requests <= len(stats) < 3 * tasks
+    # 4 jobs x 16 tasks decoded the column; only the first batch of each worker process asked
+    assert 1 <= sum(fetched) <= requests <= len(stats) < 4 * tasks
     store.close()
 
 
@@ -559,6 +769,28 @@ def test_memory_registry_works_only_for_driver_resolved_ids(spark):
     eager = pcs.decode(frame_of(spark, msgs), registry=reg, subjects=["users-value"], prefetch=False)
     assert as_dict(eager.collect()[0]["decoded"]) == {"id": 1, "name": "a"}
     reg.close()
+
+
+class _PlainClient:
+    """A registry client with get_schema only (like confluent-kafka's): no RegistryConfig."""
+
+    def __init__(self, schemas):
+        self.schemas = schemas
+
+    def get_schema(self, schema_id):
+        return json.dumps(self.schemas[schema_id])
+
+
+def test_registry_without_config_and_registry_as_a_path(spark, users_registry):
+    msgs = [wire.CONFLUENT.pack(4, body(V1, {"id": 1, "name": "a"}))]
+    out = pcs.decode(frame_of(spark, msgs), registry=_PlainClient({4: V1}))
+    assert as_dict(out.collect()[0]["decoded"]) == {"id": 1, "name": "a"}
+    lazy = pcs.decode(frame_of(spark, msgs), registry=_PlainClient({4: V1}), reader_schema=V1, prefetch=False)
+    with pytest.raises(PythonException, match="not resolved on the driver"):
+        lazy.collect()
+    reg, ids = users_registry
+    by_path = pcs.decode(frame_of(spark, user_messages(ids)), registry=str(reg.path))
+    assert [as_dict(r["decoded"]) for r in collect_sorted(by_path)] == EXPECTED_USERS
 
 
 def test_session_defaults(spark):
@@ -582,10 +814,10 @@ def test_bad_rows_are_walked_in_linear_time():
         calls.append(hi - lo)
         return None
 
-    pcs._walk_bad_rows(n, attempt)
+    walk_bad_rows(n, attempt)
     assert sum(calls) <= 2 * n
     assert sum(windows) <= 64 * (n // 2) + 2 * n  # not the rest of the batch after every bad row
 
     good = wire.CONFLUENT.pack(7, b"x")
     column = pa.array([good if i % 2 == 0 else b"\x09bad" for i in range(n)], pa.binary())
-    assert pcs._frame_ids(column, wire.CONFLUENT) == {7}
+    assert frame_ids(column, wire.CONFLUENT) == {7}

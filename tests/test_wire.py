@@ -76,7 +76,9 @@ def test_header_values(backend):
     assert wire.HORTONWORKS.pack(7, b"") == h("03 00 00 00 07")
     assert wire.apicurio_header_value(3) == h("00 00 00 00 00 00 00 03")
     assert wire.apicurio_header_id(h("00 00 00 00 00 00 00 03")) == 3
-    with pytest.raises(errors.WireFormatError, match=r"^Apicurio id header value of 2 bytes, expected 8 \(message 0, byte 0\)$"):
+    with pytest.raises(
+        errors.WireFormatError, match=r"^Apicurio id header value of 2 bytes, expected 8 \(message 0, byte 0\)$"
+    ):
         wire.apicurio_header_id(h("00 03"))
     with pytest.raises(errors.WireFormatError, match="of 9 bytes"):
         wire.apicurio_header_id(h("00 00 00 00 00 00 00 00 03"))
@@ -207,13 +209,27 @@ def test_protocol_lookup():
 
 ERROR_CASES = [
     # (protocol, messages, class, code, index, offset)
-    (wire.CONFLUENT, [h("00 00 00 00 01"), h("07 00 00 00 01")], errors.WireFormatError, ErrorCode.WIRE_BAD_MAGIC, 1, 0),
+    (
+        wire.CONFLUENT,
+        [h("00 00 00 00 01"), h("07 00 00 00 01")],
+        errors.WireFormatError,
+        ErrorCode.WIRE_BAD_MAGIC,
+        1,
+        0,
+    ),
     (wire.CONFLUENT, [h("00 00 00")], errors.WireFormatError, ErrorCode.WIRE_SHORT_PREFIX, 0, 3),
     (wire.CONFLUENT, [None, b""], errors.WireFormatError, ErrorCode.WIRE_EMPTY, 1, 0),
     (wire.CONFLUENT_GUID, [h("00 00 00 00 01")], errors.WireFormatError, ErrorCode.WIRE_BAD_MAGIC, 0, 0),
     (wire.CONFLUENT_GUID, [h("01 00 00")], errors.WireFormatError, ErrorCode.WIRE_SHORT_PREFIX, 0, 3),
     (wire.HORTONWORKS, [h("05 00 00 00 01")], errors.WireFormatError, ErrorCode.WIRE_UNKNOWN_PROTOCOL, 0, 0),
-    (wire.HORTONWORKS, [h("01 00 00 00 00 00 00 00 05 00 00")], errors.WireFormatError, ErrorCode.WIRE_SHORT_PREFIX, 0, 11),
+    (
+        wire.HORTONWORKS,
+        [h("01 00 00 00 00 00 00 00 05 00 00")],
+        errors.WireFormatError,
+        ErrorCode.WIRE_SHORT_PREFIX,
+        0,
+        11,
+    ),
     (wire.HORTONWORKS, [h("02 00 00 00 00")], errors.WireFormatError, ErrorCode.WIRE_SHORT_PREFIX, 0, 5),
     (wire.APICURIO, [h("00 00 00 00 00 01")], errors.WireFormatError, ErrorCode.WIRE_SHORT_PREFIX, 0, 6),
     (wire.APICURIO_V3, [h("01 00 00 00 00 01")], errors.WireFormatError, ErrorCode.WIRE_BAD_MAGIC, 0, 0),
@@ -221,8 +237,22 @@ ERROR_CASES = [
     (wire.CONFLUENT_PROTOBUF, [h("00 00 00 00 01")], errors.WireFormatError, ErrorCode.WIRE_TRUNCATED_INDEXES, 0, 5),
     (wire.CONFLUENT_PROTOBUF, [h("00 00 00 00 01 01")], errors.WireFormatError, ErrorCode.WIRE_INDEX_COUNT, 0, 5),
     (wire.CONFLUENT_PROTOBUF, [h("00 00 00 00 01 c2 9a 0c")], errors.WireFormatError, ErrorCode.WIRE_INDEX_COUNT, 0, 5),
-    (wire.CONFLUENT_PROTOBUF, [h("00 00 00 00 01 04 02")], errors.WireFormatError, ErrorCode.WIRE_TRUNCATED_INDEXES, 0, 7),
-    (wire.CONFLUENT_PROTOBUF, [h("00 00 00 00 01 02 ff ff ff ff ff ff ff ff ff ff 01")], errors.WireFormatError, ErrorCode.WIRE_VARINT_TOO_LONG, 0, 6),
+    (
+        wire.CONFLUENT_PROTOBUF,
+        [h("00 00 00 00 01 04 02")],
+        errors.WireFormatError,
+        ErrorCode.WIRE_TRUNCATED_INDEXES,
+        0,
+        7,
+    ),
+    (
+        wire.CONFLUENT_PROTOBUF,
+        [h("00 00 00 00 01 02 ff ff ff ff ff ff ff ff ff ff 01")],
+        errors.WireFormatError,
+        ErrorCode.WIRE_VARINT_TOO_LONG,
+        0,
+        6,
+    ),
 ]
 
 
@@ -260,9 +290,7 @@ ID_RANGES = {
 def framed_batches(draw):
     protocol = draw(st.sampled_from(PLAIN))
     lo, hi = ID_RANGES[protocol.name]
-    rows = draw(
-        st.lists(st.one_of(st.none(), st.tuples(st.integers(lo, hi), st.binary(max_size=40))), max_size=30)
-    )
+    rows = draw(st.lists(st.one_of(st.none(), st.tuples(st.integers(lo, hi), st.binary(max_size=40))), max_size=30))
     return protocol, rows
 
 

@@ -34,7 +34,7 @@ _SUBMODULES = frozenset(
     }
 )
 # public functions that live in submodules, imported on first use
-_LAZY = {"decode": "pipeline", "encode": "pipeline"}
+_LAZY = {"decode": "pipeline", "encode": "pipeline", "MessageDecoder": "pipeline", "MessageEncoder": "pipeline"}
 
 __all__ = ["BACKEND", "errors", "__version__", *sorted(_SUBMODULES), *sorted(_LAZY)]
 

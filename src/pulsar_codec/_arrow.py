@@ -3,13 +3,14 @@ kernel buffers back into pyarrow arrays. Written once, used by both twins."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["Chunk", "binary_chunks", "as_binary_array", "validity_buffer", "bool_mask", "VIEW_LIMIT"]
+__all__ = ["Chunk", "binary_chunks", "as_binary_array", "as_table_like", "validity_buffer", "bool_mask", "VIEW_LIMIT"]
 
 # Binary views address their data buffer with signed 32-bit offsets.
 VIEW_LIMIT = 2**31 - 1
@@ -53,6 +54,20 @@ def _to_arrow(messages: Any) -> pa.Array | pa.ChunkedArray:
     return pa.array(items, type=pa.binary())
 
 
+def as_table_like(data: Any) -> Any:
+    """A ``pa.RecordBatch`` or ``pa.Table`` for rows to encode: pyarrow objects as they are, any
+    Arrow PyCapsule producer (a polars DataFrame, an arro3 table or record batch) converted."""
+    if isinstance(data, (pa.RecordBatch, pa.Table)):
+        return data
+    if hasattr(data, "__arrow_c_stream__"):
+        return pa.table(data)
+    if hasattr(data, "__arrow_c_array__"):
+        return pa.record_batch(data)
+    raise TypeError(
+        f"expected a pyarrow RecordBatch or Table, or an object with __arrow_c_stream__, got {type(data).__name__}"
+    )
+
+
 def _normalise(arr: pa.Array) -> pa.Array:
     t = arr.type
     if t in _BINARY_LIKE:
@@ -68,7 +83,11 @@ def as_binary_array(messages: Any) -> pa.Array:
     """A single binary/large_binary array (chunks combined) for the less hot paths."""
     arr = _to_arrow(messages)
     if isinstance(arr, pa.ChunkedArray):
-        arr = pa.concat_arrays([_normalise(c).cast(pa.large_binary()) for c in arr.chunks]) if arr.num_chunks else pa.array([], pa.binary())
+        arr = (
+            pa.concat_arrays([_normalise(c).cast(pa.large_binary()) for c in arr.chunks])
+            if arr.num_chunks
+            else pa.array([], pa.binary())
+        )
     return _normalise(arr)
 
 

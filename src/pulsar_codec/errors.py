@@ -5,14 +5,16 @@ message and the byte offset inside it where decoding stopped, and an integer ``d
 byte, the bad length, ...). :func:`raise_for` is the single place that turns those numbers into an
 exception, so both twins raise the same class with the same message.
 
-The numeric codes are mirrored in ``csrc/pc_status.h``; ``tests/test_errors.py`` keeps the two in
-step.
+The numeric codes come from :mod:`pulsar_codec._kernels.defs`, which mirrors ``csrc/pc_status.h``;
+``tests/test_kernels_defs.py`` keeps the three in step.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import NoReturn
+from typing import Any, NoReturn
+
+from ._kernels import defs
 
 __all__ = [
     "PulsarCodecError",
@@ -38,6 +40,9 @@ class PulsarCodecError(Exception):
 
 class SchemaError(PulsarCodecError, ValueError):
     """A schema is malformed or unsupported; raised while planning, never in the middle of a batch."""
+
+    status: int | None = None  # set when a schema registry refused the schema: its HTTP status
+    error_code: int | None = None  # and Confluent's error code (42201)
 
 
 class EncodeError(PulsarCodecError, ValueError):
@@ -70,14 +75,14 @@ class DecodeError(PulsarCodecError, ValueError):
         self.offset = offset
         self.detail = detail
 
-    def __reduce__(self):  # keep attributes across pickling (Spark ships exceptions between processes)
+    def __reduce__(self) -> tuple[Any, ...]:  # keep attributes across pickling (Spark ships exceptions)
         return (
             _rebuild,
             (type(self), self.args[0], int(self.code), self.index, self.offset, self.detail),
         )
 
 
-def _rebuild(cls, message, code, index, offset, detail):
+def _rebuild(cls: type[DecodeError], message: str, code: int, index: int, offset: int, detail: int) -> DecodeError:
     return cls(message, code=ErrorCode(code), index=index, offset=offset, detail=detail)
 
 
@@ -100,9 +105,14 @@ class AvroDecodeError(DecodeError):
 class SchemaNotFoundError(PulsarCodecError, LookupError):
     """A schema id, subject or version is unknown to the registry."""
 
+    error_code: int | None = None  # Confluent's code when a registry gives one: 40401, 40402, 40403
+
 
 class IncompatibleSchemaError(PulsarCodecError):
     """A schema is incompatible with the versions it is checked against."""
+
+    status: int | None = None  # set when a schema registry answered 409: its HTTP status
+    error_code: int | None = None  # and Confluent's error code
 
     def __init__(self, message: str, *, reasons: list[str] | None = None) -> None:
         super().__init__(message)
@@ -119,50 +129,53 @@ class RegistryError(PulsarCodecError):
 
 
 class ErrorCode(enum.IntEnum):
-    """Stable numeric codes shared by the compiled and the pure kernels (see ``csrc/pc_status.h``)."""
+    """Stable numeric codes shared by the compiled and the pure kernels.
 
-    OK = 0
+    The values are :mod:`pulsar_codec._kernels.defs`'s (which ``csrc/pc_status.h`` matches).
+    """
+
+    OK = defs.OK
     # wire prefixes: 1-19
-    WIRE_BAD_MAGIC = 1
-    WIRE_SHORT_PREFIX = 2
-    WIRE_UNKNOWN_PROTOCOL = 3
-    WIRE_INDEX_COUNT = 4
-    WIRE_VARINT_TOO_LONG = 5
-    WIRE_TRUNCATED_INDEXES = 6
-    WIRE_EMPTY = 7
-    WIRE_BAD_HEADER_LENGTH = 8
+    WIRE_BAD_MAGIC = defs.WIRE_BAD_MAGIC
+    WIRE_SHORT_PREFIX = defs.WIRE_SHORT_PREFIX
+    WIRE_UNKNOWN_PROTOCOL = defs.WIRE_UNKNOWN_PROTOCOL
+    WIRE_INDEX_COUNT = defs.WIRE_INDEX_COUNT
+    WIRE_VARINT_TOO_LONG = defs.WIRE_VARINT_TOO_LONG
+    WIRE_TRUNCATED_INDEXES = defs.WIRE_TRUNCATED_INDEXES
+    WIRE_EMPTY = defs.WIRE_EMPTY
+    WIRE_BAD_HEADER_LENGTH = defs.WIRE_BAD_HEADER_LENGTH
     # Pulsar KeyValue payloads and ids: 20-29
-    KV_TRUNCATED_LENGTH = 20
-    KV_NEGATIVE_LENGTH = 21
-    KV_LENGTH_PAST_END = 22
-    KV_TRAILING_BYTES = 23
-    KV_INVALID_BASE64 = 24
+    KV_TRUNCATED_LENGTH = defs.KV_TRUNCATED_LENGTH
+    KV_NEGATIVE_LENGTH = defs.KV_NEGATIVE_LENGTH
+    KV_LENGTH_PAST_END = defs.KV_LENGTH_PAST_END
+    KV_TRAILING_BYTES = defs.KV_TRAILING_BYTES
+    KV_INVALID_BASE64 = defs.KV_INVALID_BASE64
     # Pulsar primitives: 30-39
-    PRIM_BAD_LENGTH = 30
-    PRIM_INVALID_UTF8 = 31
-    PRIM_OUT_OF_RANGE = 32
-    PRIM_UNDECODABLE = 33
+    PRIM_BAD_LENGTH = defs.PRIM_BAD_LENGTH
+    PRIM_INVALID_UTF8 = defs.PRIM_INVALID_UTF8
+    PRIM_OUT_OF_RANGE = defs.PRIM_OUT_OF_RANGE
+    PRIM_UNDECODABLE = defs.PRIM_UNDECODABLE
     # Avro bodies: 40-79
-    AVRO_TRUNCATED = 40
-    AVRO_VARINT_TOO_LONG = 41
-    AVRO_INT_OUT_OF_RANGE = 42
-    AVRO_BAD_UNION_INDEX = 43
-    AVRO_BAD_ENUM_INDEX = 44
-    AVRO_INVALID_UTF8 = 45
-    AVRO_TRAILING_BYTES = 46
-    AVRO_NEGATIVE_LENGTH = 47
-    AVRO_LENGTH_PAST_END = 48
-    AVRO_BLOCK_COUNT_TOO_LARGE = 49
-    AVRO_DECIMAL_OVERFLOW = 50
-    AVRO_UNKNOWN_ENUM_SYMBOL = 51
-    AVRO_UNRESOLVED_UNION_BRANCH = 52
-    AVRO_NEGATIVE_BLOCK_SIZE = 53
-    AVRO_BAD_BOOLEAN = 54
-    AVRO_DEPTH_EXCEEDED = 55
-    AVRO_DURATION_OUT_OF_RANGE = 56
-    AVRO_OUTPUT_TOO_LARGE = 57
+    AVRO_TRUNCATED = defs.AVRO_TRUNCATED
+    AVRO_VARINT_TOO_LONG = defs.AVRO_VARINT_TOO_LONG
+    AVRO_INT_OUT_OF_RANGE = defs.AVRO_INT_OUT_OF_RANGE
+    AVRO_BAD_UNION_INDEX = defs.AVRO_BAD_UNION_INDEX
+    AVRO_BAD_ENUM_INDEX = defs.AVRO_BAD_ENUM_INDEX
+    AVRO_INVALID_UTF8 = defs.AVRO_INVALID_UTF8
+    AVRO_TRAILING_BYTES = defs.AVRO_TRAILING_BYTES
+    AVRO_NEGATIVE_LENGTH = defs.AVRO_NEGATIVE_LENGTH
+    AVRO_LENGTH_PAST_END = defs.AVRO_LENGTH_PAST_END
+    AVRO_BLOCK_COUNT_TOO_LARGE = defs.AVRO_BLOCK_COUNT_TOO_LARGE
+    AVRO_DECIMAL_OVERFLOW = defs.AVRO_DECIMAL_OVERFLOW
+    AVRO_UNKNOWN_ENUM_SYMBOL = defs.AVRO_UNKNOWN_ENUM_SYMBOL
+    AVRO_UNRESOLVED_UNION_BRANCH = defs.AVRO_UNRESOLVED_UNION_BRANCH
+    AVRO_NEGATIVE_BLOCK_SIZE = defs.AVRO_NEGATIVE_BLOCK_SIZE
+    AVRO_BAD_BOOLEAN = defs.AVRO_BAD_BOOLEAN
+    AVRO_DEPTH_EXCEEDED = defs.AVRO_DEPTH_EXCEEDED
+    AVRO_DURATION_OUT_OF_RANGE = defs.AVRO_DURATION_OUT_OF_RANGE
+    AVRO_OUTPUT_TOO_LARGE = defs.AVRO_OUTPUT_TOO_LARGE
     # JSON payloads (external JSON schemas): 80-89
-    JSON_INVALID = 80
+    JSON_INVALID = defs.JSON_INVALID
 
 
 # code -> (exception class, message template). Templates may use {detail} and any keyword passed
@@ -179,12 +192,15 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
     ),
     ErrorCode.WIRE_INDEX_COUNT: (
         WireFormatError,
-        "message-index array length {detail} out of range (0 to 100000)",
+        "message-index array length {detail} out of range (0 to " + str(defs.MAX_INDEXES) + ")",
     ),
     ErrorCode.WIRE_VARINT_TOO_LONG: (WireFormatError, "varint in the message-index array is longer than 10 bytes"),
     ErrorCode.WIRE_TRUNCATED_INDEXES: (WireFormatError, "message-index array is truncated"),
     ErrorCode.WIRE_EMPTY: (WireFormatError, "empty message has no {protocol} prefix"),
-    ErrorCode.WIRE_BAD_HEADER_LENGTH: (WireFormatError, "{protocol} header value of {detail} bytes, expected {expected}"),
+    ErrorCode.WIRE_BAD_HEADER_LENGTH: (
+        WireFormatError,
+        "{protocol} header value of {detail} bytes, expected {expected}",
+    ),
     ErrorCode.KV_TRUNCATED_LENGTH: (
         KeyValueFormatError,
         "truncated {part} length: {detail} bytes left, 4 needed",
@@ -240,7 +256,7 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
 }
 
 
-class _Defaults(dict):
+class _Defaults(dict[str, object]):
     """Format mapping that leaves unknown placeholders readable instead of raising KeyError."""
 
     def __missing__(self, key: str) -> str:

@@ -36,7 +36,7 @@ Bulk results
 ------------
 :func:`split_inline` and :func:`unpack_schema_ids` copy the parts into fresh ``binary`` buffers
 (``large_binary`` past 2 GiB) with one ``memcpy`` per part in the compiled kernel: the classic
-layout every consumer (Spark, Parquet, :func:`pulsar_codec.pulsar_types.decode_array`) reads
+layout every consumer (Spark, Parquet, :func:`pulsar_codec.primitives.decode_array`) reads
 without conversion. Pass ``views=True`` for zero-copy ``binary_view`` arrays whose data buffers
 are the input's own (as :func:`pulsar_codec.wire.unframe` returns); that pays off for large values.
 """
@@ -44,23 +44,20 @@ are the input's own (as :func:`pulsar_codec.wire.unframe` returns); that pays of
 from __future__ import annotations
 
 import base64
-import binascii
+import enum
 import struct
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
-from ._kernels import _backend
+from . import _base64
+from ._arrow import Chunk, as_binary_array, binary_chunks, validity_buffer, validity_of
+from ._kernels import _backend, defs
 from ._kernels import keyvalue_py as _pure
-from ._arrow import (
-    as_binary_array,
-    binary_chunks,
-    validity_buffer,
-    validity_of,
-)
-from .errors import EncodeError, ErrorCode, raise_for
-from .pulsar_types import KeyValueEncodingType
+from ._kernels._typing import KernelError
+from .errors import EncodeError, raise_for
 
 __all__ = [
     "JAVA",
@@ -81,8 +78,30 @@ __all__ = [
     "decode_separated",
 ]
 
+#: ``convention`` of the INLINE functions: Java's reading of lengths (-1 is null, 0 is empty).
 JAVA = "java"
+#: ``convention`` of the INLINE functions: the C++ client's (-1 for empty and null, read as empty).
 CPP = "cpp"
+
+_BoolArray = npt.NDArray[np.bool_]
+
+
+class KeyValueEncodingType(enum.Enum):
+    """Where a KeyValue schema puts the key: INLINE (in the payload) or SEPARATED (in the metadata)."""
+
+    INLINE = "INLINE"
+    SEPARATED = "SEPARATED"
+
+    @classmethod
+    def parse(cls, value: KeyValueEncodingType | str) -> KeyValueEncodingType:
+        """The member for itself or its name, case-insensitively (``"separated"``)."""
+        if isinstance(value, KeyValueEncodingType):
+            return value
+        try:
+            return cls[str(value).strip().upper()]
+        except KeyError:
+            raise ValueError(f"unknown KeyValue encoding type {value!r}, expected INLINE or SEPARATED") from None
+
 
 _INT32_MAX = 2**31 - 1
 _MINUS_ONE = b"\xff\xff\xff\xff"
@@ -91,15 +110,15 @@ _pack_len = struct.Struct(">i").pack
 
 def _inline_mode(convention: str) -> int:
     if convention == JAVA:
-        return _pure.MODE_INLINE
+        return defs.MODE_INLINE
     if convention == CPP:
-        return _pure.MODE_INLINE_CPP
+        return defs.MODE_INLINE_CPP
     raise ValueError(f"convention must be {JAVA!r} or {CPP!r}, got {convention!r}")
 
 
-def _raise(error, row_base: int, mode: int) -> None:
+def _raise(error: KernelError, row_base: int, mode: int) -> NoReturn:
     code, index, offset, detail = error
-    ids = mode == _pure.MODE_SCHEMA_ID
+    ids = mode == defs.MODE_SCHEMA_ID
     # the key's length field is always at offset 0, so the offset names the part
     part = "key" if offset == 0 else "value"
     if ids:
@@ -140,9 +159,9 @@ def encode_inline(key: bytes | None, value: bytes | None, *, convention: str = J
     bytes
     """
     mode = _inline_mode(convention)
-    out = []
-    for part, what in ((_as_part(key, "key"), "key"), (_as_part(value, "value"), "value")):
-        if part is None or (mode == _pure.MODE_INLINE_CPP and not part):
+    out: list[bytes] = []
+    for part in (_as_part(key, "key"), _as_part(value, "value")):
+        if part is None or (mode == defs.MODE_INLINE_CPP and not part):
             out.append(_MINUS_ONE)
         else:
             out.append(_pack_len(len(part)))
@@ -179,25 +198,25 @@ def decode_inline(payload: bytes | None, *, convention: str = JAVA) -> tuple[byt
 # -- bulk split -------------------------------------------------------------------------------------
 
 
-def _binary_from(data: Any, offsets: np.ndarray, valid: np.ndarray | None, n: int) -> pa.Array:
+def _binary_from(data: Any, offsets: npt.NDArray[np.int64], valid: _BoolArray | None, n: int) -> pa.Array:
     """A binary (large_binary past 2 GiB) array from a data buffer and int64 offsets."""
     large = int(offsets[-1]) > _INT32_MAX
     typ = pa.large_binary() if large else pa.binary()
-    offsets = offsets if large else offsets.astype(np.int32)
+    offsets_out = offsets if large else offsets.astype(np.int32)
     null_count = 0 if valid is None else int(n - np.count_nonzero(valid))
     return pa.Array.from_buffers(
-        typ, n, [validity_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)], null_count=null_count
+        typ, n, [validity_buffer(valid), pa.py_buffer(offsets_out), pa.py_buffer(data)], null_count=null_count
     )
 
 
-def _mask_of(valid_parts: list[np.ndarray], chunks: list, total: int) -> np.ndarray | None:
+def _mask_of(valid_parts: list[npt.NDArray[np.uint8]], chunks: list[Chunk], total: int) -> _BoolArray | None:
     """Validity of all rows from per-chunk uint8 masks; None when every row is valid."""
     if len(valid_parts) == 1:
-        valid = valid_parts[0].view(bool)
+        valid: _BoolArray = valid_parts[0].view(bool)
     else:
         valid = np.zeros(total, dtype=bool)
         for chunk, part in zip(chunks, valid_parts):
-            valid[chunk.row:chunk.row + chunk.length] = part.view(bool)
+            valid[chunk.row : chunk.row + chunk.length] = part.view(bool)
     return None if valid.all() else valid
 
 
@@ -218,7 +237,8 @@ def _split_bulk(payloads: Any, mode: int, views: bool) -> tuple[pa.Array, pa.Arr
         return empty, empty
     if not views:
         # one fused pass per chunk: validate, then copy both parts into Arrow-ready buffers
-        keys, values = [], []
+        keys: list[pa.Array] = []
+        values: list[pa.Array] = []
         for chunk in chunks:
             error, kdata, koffs, kvalid, vdata, voffs, vvalid = kernels.keyvalue.split_copy(
                 chunk.data, chunk.offsets, chunk.validity, mode
@@ -237,7 +257,7 @@ def _split_bulk(payloads: Any, mode: int, views: bool) -> tuple[pa.Array, pa.Arr
                     )
                 )
         return _concat_binary(keys), _concat_binary(values)
-    results = []
+    results: list[tuple[Any, ...]] = []
     for chunk in chunks:
         result = kernels.keyvalue.split(chunk.data, chunk.offsets, chunk.validity, mode)
         if result[0] is not None:
@@ -291,12 +311,12 @@ def split_inline(payloads: Any, *, convention: str = JAVA, views: bool = False) 
 # -- bulk join ------------------------------------------------------------------------------------
 
 
-def _flat(arr: pa.Array) -> tuple[pa.Buffer, np.ndarray, np.ndarray | None]:
+def _flat(arr: pa.Array) -> tuple[pa.Buffer, npt.NDArray[np.int64], _BoolArray | None]:
     """Data buffer, absolute int64 offsets (n + 1) and validity of a binary/large_binary array."""
     large = arr.type in (pa.large_binary(), pa.large_string())
     bufs = arr.buffers()
     n = len(arr)
-    raw = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32)[arr.offset:arr.offset + n + 1]
+    raw = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32)[arr.offset : arr.offset + n + 1]
     # widen into Arrow's pool: its memory stays warm, a fresh numpy buffer faults on every page
     offsets = np.frombuffer(pa.allocate_buffer(8 * (n + 1)), dtype=np.int64)
     offsets[:] = raw
@@ -326,7 +346,7 @@ def _column_pair(a: Any, b: Any, names: tuple[str, str]) -> tuple[pa.Array, pa.A
 def _join_bulk(a: Any, b: Any, mode: int, names: tuple[str, str]) -> pa.Array:
     a, b = _column_pair(a, b, names)
     n = len(a)
-    parts = []
+    parts: list[Any] = []
     for arr, what in ((a, names[0]), (b, names[1])):
         data, offsets, valid = _flat(arr)
         if n and int(offsets[-1] - offsets[0]) > _INT32_MAX and int(np.diff(offsets).max()) > _INT32_MAX:
@@ -387,7 +407,7 @@ def unpack_schema_id(kv_id: bytes | None) -> tuple[bytes | None, bytes | None]:
     """
     if kv_id is None:
         return None, None
-    return _one(kv_id, _pure.MODE_SCHEMA_ID)
+    return _one(kv_id, defs.MODE_SCHEMA_ID)
 
 
 def pack_schema_ids(key_ids: Any, value_ids: Any) -> pa.Array:
@@ -395,7 +415,7 @@ def pack_schema_ids(key_ids: Any, value_ids: Any) -> pa.Array:
 
     Either argument may be a single bytes value (or None) used for every row.
     """
-    return _join_bulk(key_ids, value_ids, _pure.MODE_SCHEMA_ID, ("key ids", "value ids"))
+    return _join_bulk(key_ids, value_ids, defs.MODE_SCHEMA_ID, ("key ids", "value ids"))
 
 
 def unpack_schema_ids(kv_ids: Any, *, views: bool = False) -> tuple[pa.Array, pa.Array]:
@@ -403,19 +423,13 @@ def unpack_schema_ids(kv_ids: Any, *, views: bool = False) -> tuple[pa.Array, pa
 
     ``views`` as in :func:`split_inline`.
     """
-    return _split_bulk(kv_ids, _pure.MODE_SCHEMA_ID, views)
+    return _split_bulk(kv_ids, defs.MODE_SCHEMA_ID, views)
 
 
 # -- SEPARATED --------------------------------------------------------------------------------------
 
-_B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-_B64_LUT = np.full(256, 255, dtype=np.uint8)
-_B64_LUT[np.frombuffer(_B64_ALPHABET, dtype=np.uint8)] = np.arange(64, dtype=np.uint8)
-_B64_PAD = 64
-_B64_LUT[ord("=")] = _B64_PAD
 
-
-def encode_partition_key(key: bytes) -> tuple[str, bool]:
+def encode_partition_key(key: bytes | bytearray | memoryview) -> tuple[str, bool]:
     """The ``(partition_key, partition_key_b64_encoded)`` a Java producer writes for key bytes.
 
     Standard Base64 (RFC 4648 alphabet, ``=`` padding, no line breaks) and the flag True. A null
@@ -423,40 +437,9 @@ def encode_partition_key(key: bytes) -> tuple[str, bool]:
     """
     if key is None:
         raise TypeError("a null key has no partition key; use encode_separated(), which sets null_partition_key")
-    return base64.b64encode(_as_part(key, "key")).decode("ascii"), True
-
-
-def _b64_error_at(text: bytes) -> int:
-    """Where strict Base64 (padding optional, as java.util.Base64's basic decoder) first fails; -1 if valid."""
-    pad_at = text.find(b"=")
-    data_end = len(text) if pad_at < 0 else pad_at
-    codes = _B64_LUT[np.frombuffer(text, dtype=np.uint8)[:data_end]] if data_end else np.zeros(0, dtype=np.uint8)
-    bad = np.flatnonzero(codes == 255)
-    if len(bad):
-        return int(bad[0])
-    if data_end % 4 == 1:
-        return data_end - 1  # a lone character cannot hold a whole byte
-    if pad_at >= 0:
-        need = -data_end % 4  # padding present must complete the last quantum exactly
-        tail = text[pad_at:]
-        for j in range(len(tail)):
-            if j >= need or tail[j] != 0x3D:
-                return pad_at + j
-        if len(tail) < need:
-            return len(text)
-    return -1
-
-
-def _b64_decode(text: str | bytes, index: int) -> bytes:
-    raw = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-    at = _b64_error_at(raw)
-    if at >= 0:
-        raise_for(ErrorCode.KV_INVALID_BASE64, index, at, len(raw))
-    unpadded = raw.rstrip(b"=")
-    try:
-        return binascii.a2b_base64(unpadded + b"=" * (-len(unpadded) % 4), strict_mode=True)
-    except binascii.Error:  # pragma: no cover - _b64_error_at rejects everything a2b_base64 would
-        raise_for(ErrorCode.KV_INVALID_BASE64, index, len(raw), len(raw))
+    data = _as_part(key, "key")
+    assert data is not None  # None was refused above
+    return base64.b64encode(data).decode("ascii"), True
 
 
 def decode_partition_key(
@@ -478,7 +461,7 @@ def decode_partition_key(
         return None
     if not b64_encoded:
         return partition_key.encode("utf-8") if isinstance(partition_key, str) else bytes(partition_key)
-    return _b64_decode(partition_key, 0)
+    return _base64.decode(partition_key, 0)
 
 
 def decode_partition_keys(partition_keys: Any, b64_encoded: Any = True, null_partition_keys: Any = None) -> pa.Array:
@@ -499,9 +482,7 @@ def decode_partition_keys(partition_keys: Any, b64_encoded: Any = True, null_par
         in one pass; anything else falls back to a per-row decode.
     """
     if not isinstance(partition_keys, (pa.Array, pa.ChunkedArray)):
-        partition_keys = pa.array(
-            [t.encode("utf-8") if isinstance(t, str) else t for t in partition_keys], pa.binary()
-        )
+        partition_keys = pa.array([t.encode("utf-8") if isinstance(t, str) else t for t in partition_keys], pa.binary())
     arr = as_binary_array(partition_keys)
     n = len(arr)
     valid = np.ones(n, dtype=bool) if arr.null_count == 0 else np.asarray(validity_of(arr), dtype=bool)
@@ -513,75 +494,28 @@ def decode_partition_keys(partition_keys: Any, b64_encoded: Any = True, null_par
     else:
         b64 = _as_bool_column(b64_encoded, n, "b64_encoded")
     data, offsets, _ = _flat(arr)
-    fast = _b64_decode_column(data, offsets, valid, b64) if n else None
-    if fast is not None:
-        return fast
+    decoded = _base64.decode_column(data, offsets, valid, b64) if n else None
+    if decoded is not None:
+        return _binary_from(decoded[0], decoded[1], None if valid.all() else valid, n)
     raw = arr.to_pylist()
-    out = []
+    out: list[bytes | None] = []
     for i, text in enumerate(raw):
         if not valid[i]:
             out.append(None)
         elif b64[i]:
-            out.append(_b64_decode(text, i))
+            out.append(_base64.decode(text, i))
         else:
             out.append(text.encode("utf-8") if isinstance(text, str) else bytes(text))
     return pa.array(out, pa.binary())
 
 
-def _as_bool_column(values: Any, n: int, what: str) -> np.ndarray:
+def _as_bool_column(values: Any, n: int, what: str) -> _BoolArray:
     arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(list(values), pa.bool_())
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     if len(arr) != n:
         raise ValueError(f"{len(arr)} {what} flags for {n} partition keys")
     return np.asarray(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def _b64_decode_column(data: pa.Buffer, offsets: np.ndarray, valid: np.ndarray, b64: np.ndarray) -> pa.Array | None:
-    """Vectorised decode when every present key is Base64 with full padding; None otherwise."""
-    rows = valid & b64
-    if not np.array_equal(rows, valid):
-        return None
-    lengths = np.diff(offsets)
-    lengths = np.where(rows, lengths, 0)
-    if np.any(lengths % 4):
-        return None
-    buf = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(0, dtype=np.uint8)
-    starts = offsets[:-1]
-    total = int(lengths.sum())
-    pos = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=pos[1:])
-    index = np.repeat(starts - pos[:-1], lengths) + np.arange(total, dtype=np.int64)
-    codes = _B64_LUT[buf[index]].reshape(-1, 4)
-    if np.any(codes == 255):
-        return None
-    is_pad = codes == _B64_PAD
-    # padding may only be "xx==" or "xxx=" in the last quantum of a row
-    last = np.zeros(len(codes), dtype=bool)
-    ends = pos[1:][lengths > 0] // 4 - 1
-    last[ends] = True
-    pad_count = is_pad.sum(axis=1)
-    ok_shape = (~is_pad[:, 0]) & (~is_pad[:, 1]) & ~(is_pad[:, 2] & ~is_pad[:, 3])
-    if np.any(is_pad.any(axis=1) & ~(last & ok_shape)):
-        return None
-    q = np.where(is_pad, 0, codes).astype(np.uint32)
-    word = (q[:, 0] << 18) | (q[:, 1] << 12) | (q[:, 2] << 6) | q[:, 3]
-    triples = np.empty((len(codes), 3), dtype=np.uint8)
-    triples[:, 0] = word >> 16
-    triples[:, 1] = (word >> 8) & 0xFF
-    triples[:, 2] = word & 0xFF
-    keep = np.ones((len(codes), 3), dtype=bool)
-    keep[:, 2] = pad_count < 1
-    keep[:, 1] = pad_count < 2
-    out = triples[keep]
-    row_pads = np.zeros(len(lengths), dtype=np.int64)
-    has_rows = lengths > 0
-    row_pads[has_rows] = pad_count[ends]
-    out_lengths = lengths // 4 * 3 - row_pads
-    out_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(out_lengths, out=out_offsets[1:])
-    valid_or_none = None if valid.all() else valid
-    return _binary_from(out, out_offsets, valid_or_none, len(lengths))
 
 
 def encode_separated(key: bytes | None, value: bytes | None) -> dict[str, Any]:

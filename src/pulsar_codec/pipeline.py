@@ -1,10 +1,15 @@
-"""Framed, mixed-schema batches: ``pulsar_codec.decode`` and ``pulsar_codec.encode``.
+"""Framed messages in, Arrow out, and back: :class:`MessageDecoder` and :class:`MessageEncoder`.
 
-``decode`` strips the registry prefix of every message with the wire kernel, looks each unseen
-schema id up once, compiles one decode plan per writer schema (cached per (writer, reader) pair)
-and runs the Avro kernel once over all rows: each row picks the plan of its schema id, and every
-plan writes into the same reader columns, so rows come back in input order without regrouping or
-copying.
+Every framed decode in the package runs here. A decoder strips the registry prefix of every
+message with the wire kernel, looks each unseen schema id up once, compiles one plan per writer
+schema (cached per (writer, reader) pair) and hands all rows to the payload format in one call:
+each row picks the plan of its schema id, and every plan writes into the same reader columns, so
+rows come back in input order without regrouping or copying.
+
+The payload format (Avro today) is found by the registry's ``schemaType`` through
+:func:`pulsar_codec.formats.get_format`; this module never names a format. Caches belong to one
+decoder or encoder (bounded LRU, thread-safe); pickling keeps only the configuration, so the same
+object rebuilds itself on a Spark executor or in a worker process.
 """
 
 from __future__ import annotations
@@ -13,222 +18,549 @@ import json
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from . import wire
-from ._kernels import _backend
-from ._arrow import Chunk, binary_chunks
-from .formats.avro import Decoded, _check_on_error, run
-from .formats.avro._assemble import errors_table
-from .formats.avro.plan import Layout, build_layout, build_plan
-from .formats.avro.schema import Schema, parse, to_json
-from .errors import EncodeError, SchemaError, SchemaNotFoundError, error_for, raise_for
+from ._arrow import Chunk, as_table_like, binary_chunks
+from ._cache import LRU
+from ._unframe import PREFIX_SIZE, registry_key, row_keys, single_id, unframe_parts, wide
+from .errors import EncodeError, SchemaError, error_for, raise_for
+from .formats import DEFAULT_FORMAT, get_format
+from .formats.base import Decoded, DecodePlan, PayloadEncoder, PayloadFormat, Segment, check_on_error, errors_table
+from .registry.lookup import RegistrySource, fetch_schema, portable
 
-__all__ = ["decode", "encode"]
+__all__ = ["Decoded", "MessageDecoder", "MessageEncoder", "decode", "encode"]
 
-_LOCK = threading.Lock()
-_SCHEMAS: OrderedDict[tuple, tuple[Any, Schema]] = OrderedDict()  # (id(registry), schema id) -> (registry, schema)
-_PLANS: OrderedDict[tuple[str, str], tuple] = OrderedDict()  # (writer json, reader json) -> plan
-_LAYOUTS: OrderedDict[str, Layout] = OrderedDict()
-_CACHE_SIZE = 256
+_DEFAULT_CACHE_SIZE = 256
 
 
-def _cached(cache: OrderedDict, key: Any, make) -> Any:
-    with _LOCK:
-        if key in cache:
-            cache.move_to_end(key)
-            return cache[key]
-    value = make()
-    with _LOCK:
-        cache[key] = value
-        while len(cache) > _CACHE_SIZE:
-            cache.popitem(last=False)
-    return value
+@dataclass(frozen=True)
+class _Schema:
+    """A parsed schema and what the caches need of it."""
+
+    fmt: PayloadFormat
+    model: Any
+    key: str
 
 
-def _schema_text(found: Any) -> Any:
-    """Accept what registries return: text, bytes, a dict, a parsed schema or an object with
-    ``schema_str`` (confluent-kafka's ``Schema``) or ``schema`` attribute."""
-    for attr in ("schema_str", "schema"):
-        if not isinstance(found, (str, bytes, dict, list, Schema)) and hasattr(found, attr):
-            found = getattr(found, attr)
-    return found
+class _ReaderPlans:
+    """The plans of one reader: a base plan (reader as writer) and one per writer, sharing columns."""
+
+    def __init__(self, fmt: PayloadFormat, reader: _Schema, size: int) -> None:
+        self.fmt = fmt
+        self.reader = reader
+        self.base = fmt.plan(reader.model, reader.model)
+        self._plans: LRU[str, DecodePlan] = LRU(size)
+
+    def plan(self, writer: _Schema) -> DecodePlan:
+        if writer.key == self.reader.key:
+            return self.base
+        return self._plans.get_or_make(writer.key, lambda: self.fmt.plan(writer.model, self.reader.model, self.base))
 
 
-def lookup_schema(registry: Any, schema_id: Any) -> Schema:
-    """The parsed writer schema for ``schema_id``; each (registry, id) is looked up once (LRU)."""
-    key = (id(registry), schema_id)
-    with _LOCK:
-        hit = _SCHEMAS.get(key)
-        if hit is not None and hit[0] is registry:
-            _SCHEMAS.move_to_end(key)
-            return hit[1]
-    if hasattr(registry, "get_schema") and not isinstance(registry, Mapping):
-        found = registry.get_schema(schema_id)
-    elif isinstance(registry, Mapping):
-        found = registry.get(schema_id)
-        if found is None and isinstance(schema_id, uuid.UUID):
-            found = registry.get(str(schema_id))
-    else:
-        raise TypeError("registry must be a Mapping of schema id -> schema or have a get_schema(schema_id) method")
-    if found is None:
-        raise SchemaNotFoundError(f"schema id {schema_id} is not in the registry")
-    parsed = parse(_schema_text(found))
-    with _LOCK:
-        _SCHEMAS[key] = (registry, parsed)
-        while len(_SCHEMAS) > _CACHE_SIZE:
-            _SCHEMAS.popitem(last=False)
-    return parsed
+def _finish(
+    batch: pa.RecordBatch, errors: list[Any], wire_errors: list[tuple[Any, ...]], keep_going: bool, total: int
+) -> pa.RecordBatch | Decoded:
+    if not keep_going:
+        if errors:
+            code, index, offset, detail = errors[0]
+            raise_for(code, index, offset, detail)
+        if total and batch.num_rows != total:  # pragma: no cover - the kernel reports every stop
+            raise AssertionError("decoded row count differs from the input")
+        return batch
+    merged = sorted(wire_errors + [(*e, str(error_for(*e))) for e in errors], key=lambda e: e[1])
+    return Decoded(batch, errors_table(merged))
 
 
-def _key(node: Schema) -> str:
-    return json.dumps(to_json(node), sort_keys=True, separators=(",", ":"))
+def _per_row_ids(values: Any) -> np.ndarray | list[Any]:
+    """Per-row schema ids as int64 numpy (the common case) or a list (UUIDs, tuples, None)."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        if pa.types.is_integer(values.type) and values.null_count == 0:
+            return np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.int64)
+        return list(values.to_pylist())
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        return values.astype(np.int64, copy=False)
+    items = list(values)
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in items):
+        return np.asarray(items, dtype=np.int64)
+    return items
 
 
-_PREFIX_SIZE = {wire.CONFLUENT.kind: 5, wire.CONFLUENT_GUID.kind: 17, wire.APICURIO.kind: 9, wire.APICURIO_V3.kind: 5}
-_GUID_KEY = np.dtype([("hi", "<u8"), ("lo", "<u8")])
-_HW_KEY = np.dtype([("meta", "u1"), ("id", "<i8"), ("version", "<i4")])
-# rows the wire kernel is first handed again after a bad prefix (see _unframe_parts)
-_RESUME_WINDOW = 64
+def _newest_last(keys: list[Any]) -> list[Any]:
+    """Distinct ids in sort order (the newest last), or as first seen when they do not sort."""
+    try:
+        return sorted(keys)
+    except TypeError:
+        return keys
 
 
-def _wide(chunk: Chunk) -> Chunk:
-    if chunk.offsets.dtype == np.int64:
-        return chunk
-    return Chunk(chunk.data, chunk.offsets.astype(np.int64), chunk.validity, chunk.row)
+class MessageDecoder:
+    """Decode framed messages (registry prefix + payload) into Arrow, in input order.
 
+    Parameters
+    ----------
+    registry : Mapping, registry client, RegistryConfig or str
+        Where schema ids are looked up: a Mapping of id -> schema (text, decoded JSON, or a parsed
+        schema), any object with ``get_schema(schema_id)`` (this package's registries,
+        confluent-kafka's ``SchemaRegistryClient``), a :class:`~pulsar_codec.registry.RegistryConfig`,
+        or an ``http(s)://`` URL or registry file path (the client is then built on first use).
+        Ids are ``int``; ``uuid.UUID`` for the GUID protocols (a Mapping may also be keyed by the
+        string form); ``(metadata_id, version)`` for Hortonworks protocol-1 messages. An id's
+        schema is looked up once and kept: registries keep an id's schema immutable.
+    protocol : wire.Protocol or str
+        The prefix format (default Confluent: ``00`` + 4-byte id).
+    reader_schema : schema, optional
+        The schema every message is read as. Default: the newest writer schema of each batch
+        (the highest schema id among its non-null messages; for GUIDs, which have no order, the
+        highest GUID, so pass ``reader_schema`` when a GUID batch mixes schemas).
+    on_error : {"raise", "null"}
+        ``"raise"``: the first bad message raises (:class:`~pulsar_codec.errors.WireFormatError` or
+        a payload error such as :class:`~pulsar_codec.errors.AvroDecodeError`). ``"null"``: a bad
+        message becomes a null row and :meth:`decode` returns :class:`Decoded` ``(batch, errors)``
+        (``errors``: ``index`` int64, ``code`` int32, ``offset`` int64 - inside the message for
+        prefix errors, inside the payload for payload errors - and ``message`` string).
+    format : str, optional
+        The payload format (a registry ``schemaType``) when the registry does not say (a Mapping);
+        default ``"AVRO"``. A registry that reports a different type for an id is an error.
+    cache_size : int, default 256
+        Entries kept in each cache (schemas by id; readers; plans per reader).
 
-def _unframe_parts(chunk: Chunk, protocol, keep_going: bool, wire_errors: list):
-    """Schema-id fields and payload starts of one chunk: ``(ids, guids, versions, protocols, starts,
-    valid)`` (guids / versions / protocols None when the protocol has none). With keep_going, a bad
-    prefix makes its row null and the wire kernel resumes after it on a window of rows that doubles
-    while the rows are clean, so the kernel walks O(n) rows in all, however many rows are bad)."""
-    kernels = _backend.active().wire
-    chunk = _wide(chunk)
-    n = chunk.length
-    result = kernels.unframe(chunk.data, chunk.offsets, chunk.validity, protocol.kind, 0, False)
-    if result[0] is None:  # the common case: one pass, no copies
-        return result[1], result[2], result[3], result[4], result[5], chunk.validity
-    ids = np.zeros(n, dtype=np.int64)
-    guids = None if result[2] is None else np.zeros(16 * n, dtype=np.uint8)
-    versions = None if result[3] is None else np.zeros(n, dtype=np.int32)
-    protos = None if result[4] is None else np.zeros(n, dtype=np.uint8)
-    starts = chunk.offsets[1:].copy()
-    valid = np.ones(n, dtype=bool) if chunk.validity is None else chunk.validity.copy()
-    lo = 0
-    hi = n
-    window = _RESUME_WINDOW
-    while lo < n:
-        if lo:
-            # resume on a window of rows, doubled after every clean window: handing the kernel the
-            # whole rest after each bad row would make a batch of bad rows cost O(n^2)
-            hi = min(n, lo + window)
-            result = kernels.unframe(
-                chunk.data,
-                chunk.offsets[lo : hi + 1],
-                None if chunk.validity is None else valid[lo:hi],
-                protocol.kind,
-                0,
-                False,
+    Notes
+    -----
+    Thread-safe. Pickling keeps the configuration only (a client becomes its
+    :class:`~pulsar_codec.registry.RegistryConfig`, a Mapping travels as it is), never the caches.
+    """
+
+    def __init__(
+        self,
+        registry: Any,
+        *,
+        protocol: Any = wire.CONFLUENT,
+        reader_schema: Any = None,
+        on_error: str = "raise",
+        format: str | None = None,
+        cache_size: int = _DEFAULT_CACHE_SIZE,
+    ) -> None:
+        self.protocol: wire.Protocol = wire.protocol_by_name(protocol)
+        self.reader_schema = reader_schema
+        self.on_error = on_error
+        self._keep_going = check_on_error(on_error)
+        self.format = None if format is None else get_format(format).name
+        self.cache_size = int(cache_size)
+        self._registry = RegistrySource(registry)
+        self._schemas: LRU[Any, _Schema] = LRU(self.cache_size)
+        self._readers: LRU[tuple[str, str], _ReaderPlans] = LRU(self.cache_size)
+        self._given_readers: LRU[str, _Schema] = LRU(8)
+
+    @property
+    def registry(self) -> Any:
+        """The registry as given (a client, Mapping, RegistryConfig or string)."""
+        return self._registry.given
+
+    # -- schemas and plans -------------------------------------------------------------------
+
+    def writer_schema(self, schema_id: Any) -> Any:
+        """The parsed writer schema (the format's model) of ``schema_id``, looked up once.
+
+        Raises
+        ------
+        SchemaNotFoundError
+            The registry does not know the id.
+        """
+        return self._writer(schema_id).model
+
+    def _writer(self, schema_id: Any) -> _Schema:
+        return self._schemas.get_or_make(schema_id, lambda: self._fetch(schema_id))
+
+    def _fetch(self, schema_id: Any) -> _Schema:
+        fetched = fetch_schema(self._registry.get(), schema_id)
+        kind = fetched.schema_type
+        if kind is not None and self.format is not None and kind != self.format:
+            raise SchemaError(f"schema id {schema_id} is a {kind} schema; this decoder reads {self.format}")
+        fmt = get_format(kind or self.format)
+        model = fmt.parse(fetched.schema, fetched.references or None)
+        return _Schema(fmt, model, fmt.schema_key(model))
+
+    def _given_reader(self, fmt: PayloadFormat) -> _Schema:
+        def parse() -> _Schema:
+            model = fmt.parse(self.reader_schema)
+            return _Schema(fmt, model, fmt.schema_key(model))
+
+        return self._given_readers.get_or_make(fmt.name, parse)
+
+    def _reader_plans(self, reader: _Schema) -> _ReaderPlans:
+        return self._readers.get_or_make(
+            (reader.fmt.name, reader.key), lambda: _ReaderPlans(reader.fmt, reader, self.cache_size)
+        )
+
+    def _plans_for(self, keys: Sequence[Any]) -> tuple[PayloadFormat, list[DecodePlan]]:
+        """The format and one plan per schema id in ``keys`` (sorted; the last is the newest)."""
+        writers = [self._writer(registry_key(k)) for k in keys]
+        formats = {w.fmt.name for w in writers}
+        if len(formats) > 1:
+            raise SchemaError(f"one batch mixes payload formats {sorted(formats)}: decode them separately")
+        if self.reader_schema is not None:
+            fmt = writers[0].fmt if writers else get_format(self.format)
+            reader = self._given_reader(fmt)
+        elif writers:
+            reader = writers[-1]
+        else:
+            raise SchemaError("no reader schema: the batch holds no non-null message; pass reader_schema")
+        plans = self._reader_plans(reader)
+        if not writers:  # only nulls: any plan will do, no row runs it
+            return reader.fmt, [plans.base]
+        return reader.fmt, [plans.plan(w) for w in writers]
+
+    @property
+    def arrow_schema(self) -> pa.Schema | None:
+        """The columns of every batch when ``reader_schema`` was given (None otherwise: each
+        batch is then read as its newest writer schema)."""
+        if self.reader_schema is None:
+            return None
+        reader = self._given_reader(get_format(self.format))
+        return self._reader_plans(reader).base.arrow_schema
+
+    # -- decoding ----------------------------------------------------------------------------
+
+    def decode(self, messages: Any) -> pa.RecordBatch | Decoded:
+        """Decode framed messages with mixed schema ids into one batch, in input order.
+
+        Parameters
+        ----------
+        messages : pa.Array, pa.ChunkedArray, Arrow PyCapsule producer or sequence of bytes / None
+            Binary, large_binary, binary_view (or string) messages, such as a polars Series or an
+            arro3 / nanoarrow array; null messages give null rows.
+
+        Returns
+        -------
+        pa.RecordBatch, or Decoded with ``on_error="null"``
+
+        Raises
+        ------
+        SchemaNotFoundError
+            A schema id the registry does not know (whatever ``on_error`` says: it is not bad data).
+        SchemaError
+            A writer schema the reader schema cannot read.
+        """
+        keep_going = self._keep_going
+        protocol = self.protocol
+        chunks, total = binary_chunks(messages, native_offsets=True)
+        wire_errors: list[tuple[Any, ...]] = []
+        single = single_id(chunks, protocol)
+        if single is not None:
+            # one schema id, every prefix valid: the payload format skips the fixed prefix itself
+            fmt, plans = self._plans_for(single)
+            skip = PREFIX_SIZE[protocol.kind]
+            segments = [Segment(c.data, skip, c.offsets, c.validity, None) for c in chunks]
+        else:
+            parts = [unframe_parts(c, protocol, keep_going, wire_errors) for c in chunks]
+            keys = [row_keys(protocol, *p[:4]) for p in parts]
+            live = [k if p[5] is None else k[p[5]] for k, p in zip(keys, parts)]
+            unique = np.unique(np.concatenate(live)) if live else np.zeros(0, dtype=np.int64)
+            fmt, plans = self._plans_for(list(unique))
+            segments = []
+            for chunk, k, (_, _, _, _, starts, valid) in zip(chunks, keys, parts):
+                plan_ids = None
+                if len(plans) > 1:
+                    plan_ids = np.searchsorted(unique, k).astype(np.int32)
+                    if valid is not None:
+                        plan_ids[~valid] = 0
+                segments.append(Segment(chunk.data, starts, wide(chunk).offsets[1:], valid, plan_ids))
+        batch, errors = fmt.decode(plans, segments, keep_going)
+        return _finish(batch, errors, wire_errors, keep_going, total)
+
+    def decode_payloads(self, payloads: Any, schema_ids: Any) -> pa.RecordBatch | Decoded:
+        """Decode unframed payloads whose schema ids come separately (PIP-420 metadata, a header).
+
+        Parameters
+        ----------
+        payloads : pa.Array, pa.ChunkedArray, Arrow PyCapsule producer or sequence of bytes / None
+            Payload bodies without a wire prefix; null payloads give null rows.
+        schema_ids : id, or a sequence / array of one id per payload
+            One id for every row (an int, ``uuid.UUID`` or tuple), or per-row ids (a null id is
+            allowed where the payload is null).
+
+        Returns
+        -------
+        pa.RecordBatch, or Decoded with ``on_error="null"`` (offsets are inside the payload)
+        """
+        keep_going = self._keep_going
+        chunks, total = binary_chunks(payloads)
+        per_row = not isinstance(schema_ids, (int, np.integer, uuid.UUID, tuple, str)) and schema_ids is not None
+        if not per_row:
+            fmt, plans = self._plans_for([schema_ids])
+            segments = [Segment(c.data, c.offsets[:-1], c.offsets[1:], c.validity, None) for c in chunks]
+        else:
+            fmt, plans, segments = self._per_row_segments(chunks, _per_row_ids(schema_ids), total)
+        batch, errors = fmt.decode(plans, segments, keep_going)
+        return _finish(batch, errors, [], keep_going, total)
+
+    def _per_row_segments(
+        self, chunks: list[Chunk], ids: np.ndarray | list[Any], total: int
+    ) -> tuple[PayloadFormat, list[DecodePlan], list[Segment]]:
+        if len(ids) != total:
+            raise ValueError(f"schema_ids has {len(ids)} entries for {total} payloads")
+        valid = np.ones(total, dtype=bool)
+        for c in chunks:
+            if c.validity is not None:
+                valid[c.row : c.row + c.length] = c.validity
+        if isinstance(ids, np.ndarray):
+            unique = np.unique(ids[valid])
+            fmt, plans = self._plans_for(list(unique))
+            index = np.searchsorted(unique, ids).astype(np.int32) if len(unique) else np.zeros(total, np.int32)
+            index[~valid] = 0
+        else:
+            missing = [i for i, (k, v) in enumerate(zip(ids, valid)) if v and k is None]
+            if missing:
+                raise ValueError(f"schema_ids has no id for payload {missing[0]}")
+            order = {k: i for i, k in enumerate(_newest_last(list(dict.fromkeys(k for k, v in zip(ids, valid) if v))))}
+            fmt, plans = self._plans_for(list(order))
+            index = np.array([order[k] if v else 0 for k, v in zip(ids, valid)], dtype=np.int32)
+        many = len(plans) > 1
+        segments = [
+            Segment(
+                c.data, c.offsets[:-1], c.offsets[1:], c.validity, index[c.row : c.row + c.length] if many else None
             )
-        error = result[0]
-        stop = hi if error is None else lo + error[1]
-        ids[lo:stop] = result[1][: stop - lo]
-        if guids is not None:
-            guids[16 * lo : 16 * stop] = result[2][: 16 * (stop - lo)]
-        if versions is not None:
-            versions[lo:stop] = result[3][: stop - lo]
-            protos[lo:stop] = result[4][: stop - lo]
-        starts[lo:stop] = result[5][: stop - lo]
-        if error is None:
-            lo = hi
-            window *= 2
-            continue
-        code, index, offset, detail = error
-        row = chunk.row + lo + index
-        if not keep_going:
-            raise_for(code, row, offset, detail, expected=protocol.expected, protocol=protocol.name)
-        exc = error_for(code, row, offset, detail, expected=protocol.expected, protocol=protocol.name)
-        wire_errors.append((code, row, offset, detail, str(exc)))
-        valid[stop] = False
-        starts[stop] = chunk.offsets[stop + 1]
-        lo = stop + 1
-        window = _RESUME_WINDOW
-    return ids, guids, versions, protos, starts, (None if valid.all() else valid)
+            for c in chunks
+        ]
+        return fmt, plans, segments
+
+    # -- pickling ----------------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        reader = self.reader_schema
+        if reader is not None and not isinstance(reader, (str, bytes, dict, list)):
+            fmt = get_format(self.format)
+            reader = fmt.schema_text(fmt.parse(reader))  # a parsed schema travels as its text
+        return {
+            "registry": portable(self._registry.given, type(self).__name__),
+            "protocol": self.protocol.name,
+            "reader_schema": reader,
+            "on_error": self.on_error,
+            "format": self.format,
+            "cache_size": self.cache_size,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        registry = state.pop("registry")
+        self.__init__(registry, **state)  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"MessageDecoder({self._registry.given!r}, protocol={self.protocol.name}, on_error={self.on_error!r})"
 
 
-def _unframe_chunk(chunk: Chunk, protocol, keep_going: bool, wire_errors: list):
-    """Integer schema ids, payload starts and validity of one chunk (see :func:`_unframe_parts`)."""
-    ids, _, _, _, starts, valid = _unframe_parts(chunk, protocol, keep_going, wire_errors)
-    return ids, starts, valid
+class MessageEncoder:
+    """Encode Arrow rows as framed messages (registry prefix + payload); the reverse of
+    :class:`MessageDecoder`.
+
+    Parameters
+    ----------
+    registry : registry client, MutableMapping, RegistryConfig, str or None
+        With a ``register(subject, schema)`` method (or a RegistryConfig / URL / path building such
+        a client), the writer schema is registered under ``subject`` and the returned id is used.
+        A mutable Mapping of id -> schema: the id of an equal schema already in it is reused, else
+        the next free id (highest int + 1, starting at 1) is assigned and stored. None only with
+        ``schema_id`` and ``schema``.
+    subject : str, optional
+        The subject to register under (informational for a Mapping).
+    protocol : wire.Protocol or str
+    schema : schema, optional
+        The writer schema. Default: from each batch (a schema kept in its Arrow metadata, such as
+        Avro's ``b"avro.schema"``, else one derived from the Arrow schema).
+    schema_id : id, optional
+        Write this id without registering; the writer schema is ``schema``, or the registry's
+        schema of this id.
+    format : str, optional
+        The payload format (registry ``schemaType``), default ``"AVRO"``.
+
+    Notes
+    -----
+    Thread-safe; ids and compiled encoders are cached per instance. Pickling keeps the
+    configuration only, as for :class:`MessageDecoder`.
+    """
+
+    def __init__(
+        self,
+        registry: Any,
+        subject: str | None = None,
+        *,
+        protocol: Any = wire.CONFLUENT,
+        schema: Any = None,
+        schema_id: Any = None,
+        format: str | None = None,
+    ) -> None:
+        self.subject = subject
+        self.protocol: wire.Protocol = wire.protocol_by_name(protocol)
+        self.schema = schema
+        self.schema_id = schema_id
+        self.format = get_format(format).name
+        self._fmt = get_format(self.format)
+        self._registry = RegistrySource(registry)
+        self._fixed: _Schema | None = None
+        self._lock = threading.Lock()
+        self._ids: LRU[str, Any] = LRU(_DEFAULT_CACHE_SIZE)
+        self._encoders: LRU[str, PayloadEncoder] = LRU(_DEFAULT_CACHE_SIZE)
+
+    @property
+    def registry(self) -> Any:
+        """The registry as given."""
+        return self._registry.given
+
+    def _schema(self, model: Any) -> _Schema:
+        return _Schema(self._fmt, model, self._fmt.schema_key(model))
+
+    def _writer(self, data: Any) -> _Schema:
+        """The writer schema for ``data``: the fixed one, the registry's for ``schema_id``, or derived."""
+        if self._fixed is not None:
+            return self._fixed
+        if self.schema is not None or self.schema_id is not None:
+            if self.schema is not None:
+                model = self._fmt.parse(self.schema)
+            else:
+                fetched = fetch_schema(self._registry.get(), self.schema_id)
+                model = self._fmt.parse(fetched.schema, fetched.references or None)
+            with self._lock:
+                self._fixed = self._schema(model)
+            return self._fixed
+        nulls = {name: data.column(name).null_count > 0 for name in data.schema.names}
+        return self._schema(self._fmt.model_from_arrow(data.schema, nulls=nulls))
+
+    def _id_for(self, writer: _Schema) -> Any:
+        if self.schema_id is not None:
+            return self.schema_id
+        return self._ids.get_or_make(writer.key, lambda: self._register(writer))
+
+    def _register(self, writer: _Schema) -> Any:
+        registry = self._registry.get()
+        text = self._fmt.schema_text(writer.model)
+        if hasattr(registry, "register"):
+            if self.subject is None:
+                raise ValueError("registering a schema needs a subject")
+            if self._fmt.name == DEFAULT_FORMAT:
+                found = registry.register(self.subject, text)
+            else:
+                found = registry.register(self.subject, text, schema_type=self._fmt.name)
+            return getattr(found, "schema_id", found)
+        if isinstance(registry, Mapping):
+            for k in list(registry):
+                try:
+                    if self._fmt.schema_key(self._fmt.parse(fetch_schema(registry, k).schema)) == writer.key:
+                        return k
+                except (SchemaError, TypeError):
+                    continue
+            if not hasattr(registry, "__setitem__"):
+                raise EncodeError("registry mapping is read-only and does not hold this schema")
+            ints = [k for k in registry if isinstance(k, int)]
+            schema_id = max(ints) + 1 if ints else 1
+            registry[schema_id] = text
+            return schema_id
+        raise TypeError("registry must have a register(subject, schema) method or be a mutable mapping")
+
+    def encode_payloads(self, batch: Any) -> tuple[Any, pa.Array]:
+        """Encode every row without a wire prefix.
+
+        Parameters
+        ----------
+        batch : pa.RecordBatch, pa.Table or Arrow PyCapsule stream producer (a polars DataFrame)
+
+        Returns
+        -------
+        (schema id, pa.BinaryArray)
+            The id the payloads were written under, and one payload per row.
+
+        Raises
+        ------
+        EncodeError
+            A value that does not fit the writer schema.
+        """
+        data = as_table_like(batch)
+        writer = self._writer(data)
+        schema_id = self._id_for(writer)
+        encoder = self._encoders.get_or_make(writer.key, lambda: self._fmt.encoder(writer.model))
+        return schema_id, encoder.encode(data)
+
+    def encode(self, batch: Any) -> pa.Array:
+        """Encode every row as a framed message (``protocol`` prefix + payload).
+
+        Parameters
+        ----------
+        batch : pa.RecordBatch, pa.Table or Arrow PyCapsule stream producer (a polars DataFrame)
+
+        Returns
+        -------
+        pa.BinaryArray
+            One framed message per row (a null where the row is a null message).
+        """
+        schema_id, payloads = self.encode_payloads(batch)
+        if isinstance(schema_id, (int, np.integer)):
+            schema_id = int(schema_id)
+        framed: pa.Array = wire.frame(payloads, schema_id, self.protocol)
+        return framed
+
+    def __getstate__(self) -> dict[str, Any]:
+        schema = self.schema
+        if schema is not None and not isinstance(schema, (str, bytes, dict, list)):
+            schema = self._fmt.schema_text(self._fmt.parse(schema))
+        return {
+            "registry": portable(self._registry.given, type(self).__name__),
+            "subject": self.subject,
+            "protocol": self.protocol.name,
+            "schema": schema,
+            "schema_id": self.schema_id,
+            "format": self.format,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        registry = state.pop("registry")
+        self.__init__(registry, **state)  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"MessageEncoder({self._registry.given!r}, {self.subject!r}, protocol={self.protocol.name})"
 
 
-def _row_keys(protocol, ids, guids, versions, protos) -> np.ndarray:
-    """One sortable registry key per row: int64 ids, GUIDs as two big-endian words, Hortonworks
-    rows as (is protocol 1, id, version)."""
-    if guids is not None:
-        words = guids.view(">u8").reshape(-1, 2)  # big-endian words sort like the GUID bytes
-        keys = np.empty(len(words), dtype=_GUID_KEY)
-        keys["hi"] = words[:, 0]
-        keys["lo"] = words[:, 1]
-        return keys
-    if protos is not None and (protos == 1).any():
-        keys = np.zeros(len(ids), dtype=_HW_KEY)
-        keys["meta"] = protos == 1
-        keys["id"] = ids
-        keys["version"] = np.where(protos == 1, versions, 0)
-        return keys
-    return ids
+# -- the module functions ------------------------------------------------------------------------------
+
+# decode() keeps a few decoders, so a loop of pc.decode calls on one registry parses and plans once.
+# Each entry holds its registry (and reader schema) strongly and is matched by identity: an id()
+# cannot be reused by another object while the entry lives.
+_DECODERS: OrderedDict[tuple[Any, ...], tuple[Any, Any, MessageDecoder]] = OrderedDict()
+_DECODERS_SIZE = 16
+_DECODERS_LOCK = threading.Lock()
 
 
-def _registry_key(key: Any) -> Any:
-    """What the registry is asked for: an int id, a ``uuid.UUID``, or ``(metadata_id, version)``."""
-    if isinstance(key, (bytes, bytearray)):
-        return uuid.UUID(bytes=bytes(key))
-    if isinstance(key, np.void):
-        if key.dtype.names == _GUID_KEY.names:
-            return uuid.UUID(int=(int(key["hi"]) << 64) | int(key["lo"]))
-        if key["meta"]:
-            return (int(key["id"]), int(key["version"]))
-        return int(key["id"])
-    return int(key)
+def _reader_token(reader_schema: Any) -> Any:
+    """A key equal for equal reader schemas given as text or JSON; else the object's identity."""
+    if reader_schema is None or isinstance(reader_schema, (str, bytes)):
+        return reader_schema
+    if isinstance(reader_schema, (dict, list)):
+        try:
+            return ("json", json.dumps(reader_schema, sort_keys=True))
+        except (TypeError, ValueError):
+            pass
+    return ("id", id(reader_schema))
 
 
-def _single_id(chunks: list, protocol) -> list | None:
-    """The distinct schema ids of a batch whose prefixes all have one fixed size, all valid and at
-    most one id; None when the general path is needed (an error, several ids, another protocol)."""
-    if protocol.kind not in _PREFIX_SIZE:
-        return None
-    kernels = _backend.active().wire
-    found: set = set()
-    for c in chunks:
-        error, ids = kernels.distinct_ids(c.data, c.offsets, c.validity, protocol.kind, 1)
-        if error is not None or ids is None:
-            return None
-        found.update(ids)
-        if len(found) > 1:
-            return None
-    return sorted(found)
-
-
-def _plans_for(registry: Any, keys: list, reader_schema: Any):
-    writers = [lookup_schema(registry, _registry_key(k)) for k in keys]
-    if reader_schema is not None:
-        reader = parse(reader_schema)
-    elif writers:
-        reader = writers[-1]
-    else:
-        raise SchemaError("no reader schema: the batch holds no non-null message; pass reader_schema")
-    reader_key = _key(reader)
-    layout = _cached(_LAYOUTS, reader_key, lambda: build_layout(reader))
-    plans = [_cached(_PLANS, (_key(w), reader_key), lambda w=w: build_plan(w, reader, layout)) for w in writers]
-    if not plans:  # only nulls: any plan will do, no row runs it
-        plans = [_cached(_PLANS, (reader_key, reader_key), lambda: build_plan(reader, reader, layout))]
-    return layout, plans
+def _decoder_for(registry: Any, protocol: Any, reader_schema: Any, on_error: str) -> MessageDecoder:
+    proto = wire.protocol_by_name(protocol)
+    token = _reader_token(reader_schema)
+    by_identity = isinstance(token, tuple) and token[0] == "id"
+    key = (id(registry), proto.name, token, on_error)
+    with _DECODERS_LOCK:
+        hit = _DECODERS.get(key)
+        if hit is not None and hit[0] is registry and (hit[1] is reader_schema or not by_identity):
+            _DECODERS.move_to_end(key)
+            return hit[2]
+    decoder = MessageDecoder(registry, protocol=proto, reader_schema=reader_schema, on_error=on_error)
+    with _DECODERS_LOCK:
+        _DECODERS[key] = (registry, reader_schema, decoder)
+        while len(_DECODERS) > _DECODERS_SIZE:
+            _DECODERS.popitem(last=False)
+    return decoder
 
 
 def decode(
@@ -239,128 +571,32 @@ def decode(
     reader_schema: Any = None,
     on_error: str = "raise",
 ) -> pa.RecordBatch | Decoded:
-    """Decode framed Avro messages with mixed schema ids into one RecordBatch, in input order.
+    """Decode framed messages with mixed schema ids into one RecordBatch, in input order.
 
-    Parameters
-    ----------
-    messages : pa.BinaryArray, pa.LargeBinaryArray, pa.ChunkedArray or sequence of bytes / None
-        Messages with a registry prefix (``protocol``). Null messages give null rows.
-    registry : Mapping or registry client
-        A mapping from schema id to schema (JSON text, dict or parsed), or any object with a
-        ``get_schema(schema_id)`` method returning schema text, a dict or an object with
-        ``schema_str``. Each unseen id is looked up once; results are cached (LRU of 256 entries
-        keyed by the registry's identity and the id), so a registry is expected to keep an id's
-        schema immutable, as real registries do. The id is an ``int``; for the GUID protocols a
-        ``uuid.UUID`` (a mapping may also be keyed by its string form); for Hortonworks protocol-1
-        messages a ``(metadata_id, version)`` tuple.
-    protocol : wire.Protocol or str
-        The prefix format (default Confluent: ``00`` + 4-byte id).
-    reader_schema : schema, optional
-        The schema to read every message as. Default: the newest writer schema in the batch (the
-        highest schema id among the non-null messages; for GUIDs, which have no order, the highest
-        GUID, so pass ``reader_schema`` when a GUID batch mixes schemas).
-    on_error : {"raise", "null"}
-        ``"raise"``: the first bad message raises (:class:`~pulsar_codec.errors.WireFormatError` or
-        :class:`~pulsar_codec.errors.AvroDecodeError`). ``"null"``: a message with a bad prefix or a
-        bad body becomes a null row and a :class:`~pulsar_codec.avro.Decoded` ``(batch, errors)``
-        is returned; ``errors`` has one row per bad message: ``index`` (int64), ``code`` (int32),
-        ``offset`` (int64: inside the message for prefix errors, inside the payload after the
-        prefix for Avro errors) and ``message`` (string).
+    The same as ``MessageDecoder(registry, protocol=..., reader_schema=..., on_error=...)
+    .decode(messages)`` (see :class:`MessageDecoder` for every parameter). The last few decoders
+    are kept, keyed by the identity of ``registry`` and ``reader_schema``, so repeated calls
+    parse and plan once.
 
     Returns
     -------
     pa.RecordBatch or Decoded
-
-    Raises
-    ------
-    SchemaNotFoundError
-        A schema id the registry does not know (whatever ``on_error`` says: it is not bad data).
-    SchemaError
-        A writer schema the reader schema cannot read.
     """
-    keep_going = _check_on_error(on_error)
-    protocol = wire.protocol_by_name(protocol)
-    chunks, total = binary_chunks(messages, native_offsets=True)
-    wire_errors: list = []
-    single = _single_id(chunks, protocol)
-    if single is not None:
-        # one schema id, every prefix valid: the Avro kernel skips the fixed prefix itself
-        layout, plans = _plans_for(registry, single, reader_schema)
-        skip = _PREFIX_SIZE[protocol.kind]
-        segments = [(c.data, skip, c.offsets, c.validity, None) for c in chunks]
-    else:
-        parts = [_unframe_parts(c, protocol, keep_going, wire_errors) for c in chunks]
-        keys = [_row_keys(protocol, *p[:4]) for p in parts]
-        live = [k if p[5] is None else k[p[5]] for k, p in zip(keys, parts)]
-        unique = np.unique(np.concatenate(live)) if live else np.zeros(0, dtype=np.int64)
-        layout, plans = _plans_for(registry, list(unique), reader_schema)
-        segments = []
-        for chunk, k, (_, _, _, _, starts, valid) in zip(chunks, keys, parts):
-            plan_ids = None
-            if len(plans) > 1:
-                plan_ids = np.searchsorted(unique, k).astype(np.int32)
-                if valid is not None:
-                    plan_ids[~valid] = 0
-            segments.append((chunk.data, starts, _wide(chunk).offsets[1:], valid, plan_ids))
-    errors, batch = run(layout, plans, segments, keep_going)
-    if errors and not keep_going:
-        code, index, offset, detail = errors[0]
-        raise_for(code, index, offset, detail)
-    if not keep_going:
-        if total and batch.num_rows != total:  # pragma: no cover - the kernel reports every stop
-            raise AssertionError("decoded row count differs from the input")
-        return batch
-    merged = sorted(wire_errors + [(*e, str(error_for(*e))) for e in errors], key=lambda e: e[1])
-    return Decoded(batch, errors_table(merged))
+    check_on_error(on_error)
+    return _decoder_for(registry, protocol, reader_schema, on_error).decode(messages)
 
 
 def encode(batch: Any, registry: Any, subject: str, *, protocol: Any = wire.CONFLUENT) -> pa.Array:
-    """Encode Arrow rows as framed Avro messages; the reverse of :func:`decode`.
+    """Encode Arrow rows as framed messages; the reverse of :func:`decode`.
 
-    The Avro schema is derived from the Arrow schema (see :func:`pulsar_codec.avro.schema_from_arrow`)
-    unless the batch's schema metadata carries one under ``b"avro.schema"``.
-
-    Parameters
-    ----------
-    batch : pa.RecordBatch or pa.Table
-    registry : registry client or MutableMapping
-        With a ``register(subject, schema) -> id`` method, the schema is registered under
-        ``subject`` and the returned id is used. Otherwise ``registry`` must be a mutable mapping of
-        id -> schema: the id of an equal schema already in it is reused, else the next free id
-        (highest + 1, starting at 1) is assigned and stored. ``subject`` is then informational.
-    subject : str
-    protocol : wire.Protocol or str
+    The same as ``MessageEncoder(registry, subject, protocol=protocol).encode(batch)``: the writer
+    schema is derived from the Arrow schema (see :func:`pulsar_codec.avro.schema_from_arrow`)
+    unless the schema metadata carries one under ``b"avro.schema"``, and registered under
+    ``subject`` (or added to a mutable Mapping registry).
 
     Returns
     -------
     pa.BinaryArray
         One framed message per row.
     """
-    from .formats.avro.encoder import Encoder, schema_for
-
-    protocol = wire.protocol_by_name(protocol)
-    schema = schema_for(batch)
-    text = json.dumps(to_json(schema))
-    if hasattr(registry, "register"):
-        schema_id = registry.register(subject, text)
-        schema_id = getattr(schema_id, "schema_id", schema_id)
-    elif isinstance(registry, Mapping):
-        key = _key(schema)
-        schema_id = None
-        for k, v in registry.items():
-            try:
-                if _key(parse(_schema_text(v))) == key:
-                    schema_id = k
-                    break
-            except SchemaError:
-                continue
-        if schema_id is None:
-            if not hasattr(registry, "__setitem__"):
-                raise EncodeError("registry mapping is read-only and does not hold this schema")
-            ints = [k for k in registry if isinstance(k, int)]
-            schema_id = max(ints) + 1 if ints else 1
-            registry[schema_id] = text
-    else:
-        raise TypeError("registry must have a register(subject, schema) method or be a mutable mapping")
-    payloads = Encoder(schema).encode(batch)
-    return wire.frame(payloads, int(schema_id), protocol)
+    return MessageEncoder(registry, subject, protocol=protocol).encode(batch)

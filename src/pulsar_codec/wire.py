@@ -27,16 +27,21 @@ whose data buffers are the input's own (only 16-byte views are new). Cast it wit
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._kernels import _backend
 from ._arrow import Chunk, as_binary_array, binary_chunks, bool_mask, validity_buffer
+from ._kernels import _backend, defs
 from .errors import EncodeError, ErrorCode, raise_for
+
+if TYPE_CHECKING:
+    from ._kernels.wire_py import UnframeResult
 
 __all__ = [
     "Protocol",
@@ -81,8 +86,6 @@ APICURIO_VALUE_GLOBAL_ID_HEADER = "apicurio.value.globalId"
 APICURIO_KEY_CONTENT_ID_HEADER = "apicurio.key.contentId"
 APICURIO_VALUE_CONTENT_ID_HEADER = "apicurio.value.contentId"
 
-_MAX_INDEXES = 100_000
-
 
 def _zigzag(n: int) -> bytes:
     v = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
@@ -101,8 +104,8 @@ def encode_message_indexes(indexes: Sequence[int] | None) -> bytes:
     indexes = [int(i) for i in indexes]
     if indexes == [0]:
         return b"\x00"
-    if not 0 < len(indexes) <= _MAX_INDEXES:
-        raise EncodeError(f"message-index array of length {len(indexes)} out of range (1 to {_MAX_INDEXES})")
+    if not 0 < len(indexes) <= defs.MAX_INDEXES:
+        raise EncodeError(f"message-index array of length {len(indexes)} out of range (1 to {defs.MAX_INDEXES})")
     for i in indexes:
         if not -(2**63) <= i < 2**63:
             raise EncodeError(f"message index {i} does not fit in 64 bits")
@@ -121,7 +124,8 @@ class Protocol:
     def pack(self, schema_id: Any, payload: bytes, *, message_indexes: Sequence[int] | None = None) -> bytes:
         """Prefix one payload with ``schema_id``."""
         framed = frame([bytes(payload)], [schema_id], self, message_indexes=message_indexes)
-        return framed[0].as_py()
+        message: bytes = framed[0].as_py()
+        return message
 
     def unpack(self, message: bytes | bytearray | memoryview) -> tuple[Any, memoryview]:
         """Split one message into ``(schema_id, payload)``; the payload is a view into ``message``.
@@ -143,9 +147,9 @@ class Protocol:
         chunk = Chunk(data=data, offsets=np.array([0, len(view)], dtype=np.int64), validity=None, row=0)
         result = _run_unframe(chunk, self)
         indexes = [] if result[7] is None else [int(v) for v in result[7]]
-        return self._scalar_id(result, 0), indexes, view[int(result[5][0]):]
+        return self._scalar_id(result, 0), indexes, view[int(result[5][0]) :]
 
-    def _scalar_id(self, result, i: int) -> Any:
+    def _scalar_id(self, result: UnframeResult, i: int) -> Any:
         return int(result[1][i])
 
     # -- bulk helpers --------------------------------------------------------------------------
@@ -161,9 +165,11 @@ class ConfluentProtocol(Protocol):
     guid: bool = False
     protobuf: bool = False
 
-    def _scalar_id(self, result, i: int) -> Any:
+    def _scalar_id(self, result: UnframeResult, i: int) -> Any:
         if self.guid:
-            return uuid.UUID(bytes=bytes(result[2][16 * i : 16 * i + 16]))
+            guids = result[2]
+            assert guids is not None  # the GUID kinds always return them
+            return uuid.UUID(bytes=bytes(guids[16 * i : 16 * i + 16]))
         return int(result[1][i])
 
     def _check_ids(self, ids: np.ndarray) -> None:
@@ -174,9 +180,10 @@ class ConfluentProtocol(Protocol):
 
 @dataclass(frozen=True, repr=False)
 class HortonworksProtocol(Protocol):
-    def _scalar_id(self, result, i: int) -> Any:
-        if result[4] is not None and result[4][i] == 1:
-            return (int(result[1][i]), int(result[3][i]))
+    def _scalar_id(self, result: UnframeResult, i: int) -> Any:
+        protocols, versions = result[4], result[3]
+        if protocols is not None and versions is not None and protocols[i] == 1:
+            return (int(result[1][i]), int(versions[i]))
         return int(result[1][i])
 
     def _check_ids(self, ids: np.ndarray) -> None:
@@ -193,21 +200,27 @@ class ApicurioProtocol(Protocol):
             raise EncodeError(f"id does not fit the 4-byte {self.name} prefix")
 
 
-_k = _backend.default().wire  # the KIND_* numbers are identical in both twins
-CONFLUENT = ConfluentProtocol("CONFLUENT", _k.KIND_CONFLUENT, "0x00")
-CONFLUENT_PROTOBUF = ConfluentProtocol("CONFLUENT_PROTOBUF", _k.KIND_CONFLUENT_PROTOBUF, "0x00", protobuf=True)
-CONFLUENT_GUID = ConfluentProtocol("CONFLUENT_GUID", _k.KIND_CONFLUENT_GUID, "0x01", guid=True)
+CONFLUENT = ConfluentProtocol("CONFLUENT", defs.KIND_CONFLUENT, "0x00")
+CONFLUENT_PROTOBUF = ConfluentProtocol("CONFLUENT_PROTOBUF", defs.KIND_CONFLUENT_PROTOBUF, "0x00", protobuf=True)
+CONFLUENT_GUID = ConfluentProtocol("CONFLUENT_GUID", defs.KIND_CONFLUENT_GUID, "0x01", guid=True)
 CONFLUENT_GUID_PROTOBUF = ConfluentProtocol(
-    "CONFLUENT_GUID_PROTOBUF", _k.KIND_CONFLUENT_GUID_PROTOBUF, "0x01", guid=True, protobuf=True
+    "CONFLUENT_GUID_PROTOBUF", defs.KIND_CONFLUENT_GUID_PROTOBUF, "0x01", guid=True, protobuf=True
 )
-HORTONWORKS = HortonworksProtocol("HORTONWORKS", _k.KIND_HORTONWORKS, "0x00 to 0x04")
-APICURIO = ApicurioProtocol("APICURIO", _k.KIND_APICURIO, "0x00", id_bytes=8)
-APICURIO_V3 = ApicurioProtocol("APICURIO_V3", _k.KIND_APICURIO_V3, "0x00", id_bytes=4)
-del _k
+HORTONWORKS = HortonworksProtocol("HORTONWORKS", defs.KIND_HORTONWORKS, "0x00 to 0x04")
+APICURIO = ApicurioProtocol("APICURIO", defs.KIND_APICURIO, "0x00", id_bytes=8)
+APICURIO_V3 = ApicurioProtocol("APICURIO_V3", defs.KIND_APICURIO_V3, "0x00", id_bytes=4)
 
 PROTOCOLS = {
     p.name: p
-    for p in (CONFLUENT, CONFLUENT_PROTOBUF, CONFLUENT_GUID, CONFLUENT_GUID_PROTOBUF, HORTONWORKS, APICURIO, APICURIO_V3)
+    for p in (
+        CONFLUENT,
+        CONFLUENT_PROTOBUF,
+        CONFLUENT_GUID,
+        CONFLUENT_GUID_PROTOBUF,
+        HORTONWORKS,
+        APICURIO,
+        APICURIO_V3,
+    )
 }
 
 
@@ -222,8 +235,10 @@ def protocol_by_name(name: str | Protocol) -> Protocol:
         raise ValueError(f"unknown protocol {name!r}; known: {', '.join(sorted(PROTOCOLS))}") from None
 
 
-def _run_unframe(chunk: Chunk, protocol: Protocol, buffer_index: int = 0):
-    result = _backend.active().wire.unframe(chunk.data, chunk.offsets, chunk.validity, protocol.kind, buffer_index)
+def _run_unframe(chunk: Chunk, protocol: Protocol, buffer_index: int = 0) -> UnframeResult:
+    result: UnframeResult = _backend.active().wire.unframe(
+        chunk.data, chunk.offsets, chunk.validity, protocol.kind, buffer_index
+    )
     error = result[0]
     if error is not None:
         code, index, offset, detail = error
@@ -261,7 +276,7 @@ class Framed:
         return len(self.payloads)
 
 
-def _joined(parts: list, dtype) -> np.ndarray:
+def _joined(parts: list[npt.NDArray[Any]], dtype: npt.DTypeLike) -> npt.NDArray[Any]:
     """Concatenate per-chunk kernel outputs; a single chunk is passed through without a copy."""
     if len(parts) == 1:
         return parts[0]
@@ -285,17 +300,28 @@ def unframe(messages: Any, protocol: Protocol | str = CONFLUENT) -> Framed:
     """
     protocol = protocol_by_name(protocol)
     chunks, total = binary_chunks(messages)
-    ids_parts, guid_parts, version_parts, proto_parts, view_parts, count_parts, value_parts = [], [], [], [], [], [], []
-    slices = []
+    # the parts a protocol has (the others stay empty: the kernel returns None for them)
+    ids_parts: list[npt.NDArray[Any]] = []
+    guid_parts: list[npt.NDArray[Any]] = []
+    version_parts: list[npt.NDArray[Any]] = []
+    proto_parts: list[npt.NDArray[Any]] = []
+    view_parts: list[npt.NDArray[Any]] = []
+    count_parts: list[npt.NDArray[Any]] = []
+    value_parts: list[npt.NDArray[Any]] = []
+    slices: list[tuple[Chunk, npt.NDArray[Any]]] = []
     for k, chunk in enumerate(chunks):
         _, ids, guids, versions, protos, starts, counts, values, views = _run_unframe(chunk, protocol, k)
         ids_parts.append(ids)
-        guid_parts.append(guids)
-        version_parts.append(versions)
-        proto_parts.append(protos)
-        count_parts.append(counts)
-        value_parts.append(values)
-        view_parts.append(views)
+        for part, parts in (
+            (guids, guid_parts),
+            (versions, version_parts),
+            (protos, proto_parts),
+            (counts, count_parts),
+            (values, value_parts),
+            (views, view_parts),
+        ):
+            if part is not None:
+                parts.append(part)
         slices.append((chunk, starts))
     mask = bool_mask(chunks, total)
     validity = validity_buffer(mask)
@@ -369,7 +395,11 @@ def _ids_for(schema_ids: Any, n: int, protocol: Protocol, valid: np.ndarray) -> 
     if isinstance(schema_ids, (int, np.integer)):
         ids = np.full(n, int(schema_ids), dtype=np.int64)
     else:
-        arr = schema_ids if isinstance(schema_ids, (pa.Array, pa.ChunkedArray)) else pa.array(list(schema_ids), pa.int64())
+        arr = (
+            schema_ids
+            if isinstance(schema_ids, (pa.Array, pa.ChunkedArray))
+            else pa.array(list(schema_ids), pa.int64())
+        )
         if isinstance(arr, pa.ChunkedArray):
             arr = arr.combine_chunks()
         if len(arr) != n:
@@ -430,7 +460,8 @@ def frame(
     if not chunks:
         return pa.array([None] * n, pa.binary())
     # binary_chunks only splits above 2 GiB; frame the pieces and stitch them
-    datas, offsets_parts = [], []
+    datas: list[npt.NDArray[Any]] = []
+    offsets_parts: list[npt.NDArray[Any]] = []
     base = 0
     for chunk in chunks:
         rows = slice(chunk.row, chunk.row + chunk.length)
@@ -443,7 +474,7 @@ def frame(
             chunk.offsets,
             chunk.validity,
         )
-        datas.append(np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data)
+        datas.append(data)
         offsets_parts.append(offs[1:] + base if offsets_parts else offs + base)
         base += int(offs[-1])
     data = np.concatenate(datas) if len(datas) > 1 else datas[0]
@@ -481,7 +512,7 @@ def strip_pulsar_schema_id(metadata_schema_id: bytes | None) -> bytes | None:
 
 def is_keyvalue_schema_id(metadata_schema_id: bytes | None) -> bool:
     """True when a ``MessageMetadata.schema_id`` carries the KeyValue magic byte ``FE``."""
-    return bool(metadata_schema_id) and bytes(metadata_schema_id)[0] == _MAGIC_KEYVALUE
+    return metadata_schema_id is not None and len(metadata_schema_id) > 0 and metadata_schema_id[0] == _MAGIC_KEYVALUE
 
 
 def strip_pulsar_schema_ids(metadata_schema_ids: Any) -> tuple[pa.Array, pa.Array]:

@@ -9,20 +9,34 @@ Environment switches
 ``PULSAR_CODEC_NO_EXTENSIONS=1``
     use the pure-Python twin even if the compiled one is installed (also a build switch).
 ``PULSAR_CODEC_REQUIRE_EXTENSIONS=1``
-    a missing or broken compiled extension is an error instead of a silent fallback (CI sets it).
+    a missing or broken compiled extension is an ImportError instead of a fallback (CI sets it).
+
+When the compiled twin cannot be imported and nothing asked for the pure one, the logger named
+``pulsar_codec`` warns once per process, at import, with the reason: on a Spark executor too, since
+each Python worker imports this module itself.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import logging
 import os
 import platform
 import threading
+from collections.abc import Iterator
 from types import ModuleType
-from typing import Iterator
 
-__all__ = ["Backend", "DOMAINS", "active", "use", "get", "compiled_available", "compiled_import_error"]
+__all__ = [
+    "Backend",
+    "DOMAINS",
+    "active",
+    "default",
+    "use",
+    "get",
+    "compiled_available",
+    "compiled_import_error",
+]
 
 # Kernel domains; each has a _<domain>_c and a _<domain>_py module.
 DOMAINS: tuple[str, ...] = ("wire", "keyvalue", "avro", "primitives", "avro_encode")
@@ -40,8 +54,9 @@ class Backend:
         self._modules = modules
 
     def __getattr__(self, domain: str) -> ModuleType:
+        modules: dict[str, ModuleType] = self.__dict__["_modules"]
         try:
-            return self.__dict__["_modules"][domain]
+            return modules[domain]
         except KeyError:
             raise AttributeError(domain) from None
 
@@ -67,13 +82,23 @@ else:
 
 if _flag("PULSAR_CODEC_REQUIRE_EXTENSIONS") and _COMPILED is None:
     raise ImportError(
-        "PULSAR_CODEC_REQUIRE_EXTENSIONS is set but the compiled kernels cannot be imported: "
-        f"{_COMPILED_ERROR}"
+        f"PULSAR_CODEC_REQUIRE_EXTENSIONS is set but the compiled kernels cannot be imported: {_COMPILED_ERROR}"
     )
 
-_DEFAULT = _PURE if (_flag("PULSAR_CODEC_NO_EXTENSIONS") or _COMPILED is None) else _COMPILED
-if _flag("PULSAR_CODEC_NO_EXTENSIONS") and _COMPILED_ERROR is None:
-    _COMPILED_ERROR = "disabled by PULSAR_CODEC_NO_EXTENSIONS"
+if _flag("PULSAR_CODEC_NO_EXTENSIONS"):
+    _DEFAULT = _PURE
+    if _COMPILED_ERROR is None:
+        _COMPILED_ERROR = "disabled by PULSAR_CODEC_NO_EXTENSIONS"
+elif _COMPILED is None:
+    _DEFAULT = _PURE
+    # nobody asked for the pure twin: say so, once (this module runs once per process)
+    logging.getLogger("pulsar_codec").warning(
+        "pulsar_codec: the compiled kernels are not available (%s); using the pure-Python twin, which is "
+        "much slower (set PULSAR_CODEC_REQUIRE_EXTENSIONS=1 to make this an error)",
+        _COMPILED_ERROR,
+    )
+else:
+    _DEFAULT = _COMPILED
 
 _local = threading.local()
 
@@ -84,10 +109,12 @@ def active() -> Backend:
 
 
 def default() -> Backend:
+    """The process-wide backend: compiled when it imports and is not disabled, else pure."""
     return _DEFAULT
 
 
 def compiled_available() -> bool:
+    """Whether the compiled kernels imported (whichever backend is the default)."""
     return _COMPILED is not None
 
 

@@ -1,5 +1,5 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True
-"""Compiled twin of the Avro batch decoder (pure twin: ``_avro_py.py``; the loop is csrc/pc_avro.h).
+"""Compiled twin of the Avro batch decoder (pure twin: ``avro_py.py``; the loop is csrc/pc_avro.h).
 
 The flat decode program is copied into C structs once per call and interpreted for every payload
 with the GIL released. Column builders are resizable buffers of pyarrow's memory pool (it keeps
@@ -20,12 +20,8 @@ from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 import numpy as np
 import pyarrow as pa
 
-cdef extern from "pc_status.h":
-    ctypedef struct pc_error:
-        int32_t code
-        int64_t index
-        int64_t offset
-        int64_t detail
+from . cimport defs
+from .defs cimport pc_error
 
 cdef extern from "pc_avro.h":
     ctypedef struct pc_abuf:
@@ -62,20 +58,6 @@ cdef extern from "pc_avro.h":
                        const uint8_t *valid, int64_t n, int64_t row0, int keep_going, pc_aerrors *errs) nogil
 
 __all__ = ["decode"]
-
-cdef enum:
-    K_NULL = 0
-    K_BOOL = 1
-    K_I32 = 2
-    K_I64 = 3
-    K_F32 = 4
-    K_F64 = 5
-    K_RAW = 6
-    K_BIN = 7
-    K_LIST = 8
-    K_MAP = 9
-    K_STRUCT = 10
-    K_UNION = 11
 
 cdef uint8_t _EMPTY[8]
 _allocate = pa.allocate_buffer
@@ -125,11 +107,11 @@ cdef int _reserve(pc_abuf *b, int64_t need) except -1:
 
 
 cdef int _width_of(int kind, int width):
-    if kind == K_BOOL:
+    if kind == defs.K_BOOL:
         return 1
-    if kind == K_I32 or kind == K_F32:
+    if kind == defs.K_I32 or kind == defs.K_F32:
         return 4
-    if kind == K_I64 or kind == K_F64:
+    if kind == defs.K_I64 or kind == defs.K_F64:
         return 8
     return width
 
@@ -146,8 +128,8 @@ cdef int64_t _hinted(hints, Py_ssize_t i, int k, int64_t rows, int64_t floor):
 
 
 def decode(slots, plans, segments, keep_going, hints=None):
-    """Decode every payload of ``segments``; same contract as ``_avro_py.decode``."""
-    # twin: _avro_py.decode
+    """Decode every payload of ``segments``; same contract as ``avro_py.decode``."""
+    # twin: avro_py.decode
     cdef Py_ssize_t nslots = len(slots), nplans = len(plans), i, j
     cdef pc_slot *S = <pc_slot *> calloc(nslots if nslots else 1, sizeof(pc_slot))
     cdef pc_plan *P = <pc_plan *> calloc(nplans if nplans else 1, sizeof(pc_plan))
@@ -197,15 +179,15 @@ def decode(slots, plans, segments, keep_going, hints=None):
                 raise MemoryError("pulsar_codec: out of memory")
             for j in range(s.nchild):
                 s.child[j] = children[j]
-            if kind == K_BIN or kind == K_LIST or kind == K_MAP:
+            if kind == defs.K_BIN or kind == defs.K_LIST or kind == defs.K_MAP:
                 _reserve(&s.b1, _hinted(hints, i, 0, hint, (hint + 1) * 4))
                 (<int32_t *> s.b1.p)[0] = 0
-                if kind == K_BIN:
+                if kind == defs.K_BIN:
                     _reserve(&s.b2, _hinted(hints, i, 1, hint, hint * 8))
-            elif kind == K_UNION:
+            elif kind == defs.K_UNION:
                 _reserve(&s.b1, _hinted(hints, i, 0, hint, hint))
                 _reserve(&s.b2, _hinted(hints, i, 1, hint, hint * 4))
-            elif kind != K_NULL and kind != K_STRUCT:
+            elif kind != defs.K_NULL and kind != defs.K_STRUCT:
                 _reserve(&s.b1, _hinted(hints, i, 0, hint, hint * s.width))
         for i in range(nplans):
             op_list, kid_list = plans[i]
@@ -286,22 +268,22 @@ def decode(slots, plans, segments, keep_going, hints=None):
             kind = s.kind
             valid = _take(&s.valid, n, np.uint8) if s.vactive else None
             b1 = b2 = None
-            if kind == K_BOOL or kind == K_RAW:
+            if kind == defs.K_BOOL or kind == defs.K_RAW:
                 b1 = _take(&s.b1, n * s.width, np.uint8)
-            elif kind == K_I32:
+            elif kind == defs.K_I32:
                 b1 = _take(&s.b1, n * 4, np.int32)
-            elif kind == K_F32:
+            elif kind == defs.K_F32:
                 b1 = _take(&s.b1, n * 4, np.float32)
-            elif kind == K_I64:
+            elif kind == defs.K_I64:
                 b1 = _take(&s.b1, n * 8, np.int64)
-            elif kind == K_F64:
+            elif kind == defs.K_F64:
                 b1 = _take(&s.b1, n * 8, np.float64)
-            elif kind == K_BIN:
+            elif kind == defs.K_BIN:
                 b1 = _take(&s.b1, (n + 1) * 4, np.int32)
                 b2 = _take(&s.b2, s.dlen, np.uint8)
-            elif kind == K_LIST or kind == K_MAP:
+            elif kind == defs.K_LIST or kind == defs.K_MAP:
                 b1 = _take(&s.b1, (n + 1) * 4, np.int32)
-            elif kind == K_UNION:
+            elif kind == defs.K_UNION:
                 b1 = _take(&s.b1, n, np.int8)
                 b2 = _take(&s.b2, n * 4, np.int32)
             outputs.append((n, valid, b1, b2))

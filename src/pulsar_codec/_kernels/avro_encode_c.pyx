@@ -1,8 +1,8 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True
-"""Compiled twin of the Avro batch encoder (pure twin: ``_avro_encode_py.py``; the loop is
+"""Compiled twin of the Avro batch encoder (pure twin: ``avro_encode_py.py``; the loop is
 csrc/pc_avro_enc.h).
 
-The bound encode program (see ``pulsar_codec.avro.encoder``) is copied into C structs and run over
+The bound encode program (see ``pulsar_codec.formats.avro.encoder``) is copied into C structs and run over
 every row with the GIL released. The output grows in a resizable buffer of pyarrow's memory pool
 (through a hook that briefly takes the GIL) and becomes the data buffer of the BinaryArray as is.
 
@@ -17,6 +17,8 @@ from cpython.ref cimport Py_INCREF, Py_DECREF
 
 import numpy as np
 import pyarrow as pa
+
+from . cimport defs
 
 cdef extern from "pc_avro_enc.h":
     ctypedef struct pc_ebuf:
@@ -48,30 +50,30 @@ __all__ = ["encode", "E_NULL", "E_BOOL", "E_INT", "E_LONG", "E_FLOAT", "E_DOUBLE
            "NULL_VALUE", "NOT_NULL", "INT_RANGE", "FLOAT_RANGE", "FIXED_SIZE", "ENUM_SYMBOL", "DECIMAL_SIZE",
            "TOO_LARGE"]
 
-# node codes and statuses: identical in both twins and csrc/pc_avro_enc.h
-E_NULL = 1
-E_BOOL = 2
-E_INT = 3
-E_LONG = 4
-E_FLOAT = 5
-E_DOUBLE = 6
-E_BYTES = 7
-E_FIXED = 8
-E_ENUM = 9
-E_RECORD = 10
-E_ARRAY = 11
-E_MAP = 12
-E_OPTION = 13
-E_DEC_BYTES = 14
-E_DEC_FIXED = 15
-NULL_VALUE = 1
-NOT_NULL = 2
-INT_RANGE = 3
-FLOAT_RANGE = 4
-FIXED_SIZE = 5
-ENUM_SYMBOL = 6
-DECIMAL_SIZE = 7
-TOO_LARGE = 8
+# node codes and statuses as Python ints, from the C header (the pure twin exports defs.py's)
+E_NULL = defs.E_NULL
+E_BOOL = defs.E_BOOL
+E_INT = defs.E_INT
+E_LONG = defs.E_LONG
+E_FLOAT = defs.E_FLOAT
+E_DOUBLE = defs.E_DOUBLE
+E_BYTES = defs.E_BYTES
+E_FIXED = defs.E_FIXED
+E_ENUM = defs.E_ENUM
+E_RECORD = defs.E_RECORD
+E_ARRAY = defs.E_ARRAY
+E_MAP = defs.E_MAP
+E_OPTION = defs.E_OPTION
+E_DEC_BYTES = defs.E_DEC_BYTES
+E_DEC_FIXED = defs.E_DEC_FIXED
+NULL_VALUE = defs.ENC_NULL_VALUE
+NOT_NULL = defs.ENC_NOT_NULL
+INT_RANGE = defs.ENC_INT_RANGE
+FLOAT_RANGE = defs.ENC_FLOAT_RANGE
+FIXED_SIZE = defs.ENC_FIXED_SIZE
+ENUM_SYMBOL = defs.ENC_ENUM_SYMBOL
+DECIMAL_SIZE = defs.ENC_DECIMAL_SIZE
+TOO_LARGE = defs.ENC_TOO_LARGE
 
 _allocate = pa.allocate_buffer
 
@@ -105,8 +107,8 @@ cdef const uint8_t *_ptr(arr, keep) except? NULL:
 
 
 def encode(nodes, kids, root, skip, n, capacity):
-    """Encode ``n`` rows; same contract as ``_avro_encode_py.encode``."""
-    # twin: _avro_encode_py.encode
+    """Encode ``n`` rows; same contract as ``avro_encode_py.encode``."""
+    # twin: avro_encode_py.encode
     cdef Py_ssize_t nn = len(nodes), i
     cdef pc_enode *N = <pc_enode *> calloc(nn if nn else 1, sizeof(pc_enode))
     cdef pc_ectx ctx

@@ -1,4 +1,4 @@
-"""Pure-Python twin of the Avro batch encoder (compiled twin: ``_avro_encode_c.pyx``).
+"""Pure-Python twin of the Avro batch encoder (compiled twin: ``avro_encode_c.pyx``).
 
 Contract shared with the compiled twin
 --------------------------------------
@@ -6,7 +6,7 @@ Contract shared with the compiled twin
 
 ``nodes``
     ``[(code, first, count, arg, arg2, valid, data, offs, table), ...]`` bound to one batch by
-    :mod:`pulsar_codec.avro.encoder`; node ``i``'s children are ``kids[first:first + count]``.
+    :mod:`pulsar_codec.formats.avro.encoder`; node ``i``'s children are ``kids[first:first + count]``.
     ``valid``: uint8 per element or None; ``data``: int64 values (E_INT, E_LONG, E_ENUM), float64
     (E_FLOAT, E_DOUBLE), uint8 (E_BOOL; bytes for E_BYTES / E_FIXED; 16 little-endian bytes per
     element for decimals); ``offs``: int64 ``n + 1`` offsets (E_BYTES, E_ARRAY, E_MAP); ``table``:
@@ -27,39 +27,70 @@ concatenated bodies and ``offsets`` the ``n + 1`` int32 offsets, both as ``pa.Bu
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["encode", "E_NULL", "E_BOOL", "E_INT", "E_LONG", "E_FLOAT", "E_DOUBLE", "E_BYTES", "E_FIXED",
-           "E_ENUM", "E_RECORD", "E_ARRAY", "E_MAP", "E_OPTION", "E_DEC_BYTES", "E_DEC_FIXED",
-           "NULL_VALUE", "NOT_NULL", "INT_RANGE", "FLOAT_RANGE", "FIXED_SIZE", "ENUM_SYMBOL", "DECIMAL_SIZE",
-           "TOO_LARGE"]
+from ._typing import AnyArray, KernelError
+from .defs import (
+    E_ARRAY,
+    E_BOOL,
+    E_BYTES,
+    E_DEC_BYTES,
+    E_DEC_FIXED,
+    E_DOUBLE,
+    E_ENUM,
+    E_FIXED,
+    E_FLOAT,
+    E_INT,
+    E_LONG,
+    E_MAP,
+    E_NULL,
+    E_OPTION,
+    E_RECORD,
+)
+from .defs import ENC_DECIMAL_SIZE as DECIMAL_SIZE
+from .defs import ENC_ENUM_SYMBOL as ENUM_SYMBOL
+from .defs import ENC_FIXED_SIZE as FIXED_SIZE
+from .defs import ENC_FLOAT_RANGE as FLOAT_RANGE
+from .defs import ENC_INT_RANGE as INT_RANGE
+from .defs import ENC_NOT_NULL as NOT_NULL
+from .defs import ENC_NULL_VALUE as NULL_VALUE
+from .defs import ENC_TOO_LARGE as TOO_LARGE
 
-# node codes and statuses: identical in both twins and csrc/pc_avro_enc.h
-E_NULL = 1
-E_BOOL = 2
-E_INT = 3
-E_LONG = 4
-E_FLOAT = 5
-E_DOUBLE = 6
-E_BYTES = 7
-E_FIXED = 8
-E_ENUM = 9
-E_RECORD = 10
-E_ARRAY = 11
-E_MAP = 12
-E_OPTION = 13
-E_DEC_BYTES = 14
-E_DEC_FIXED = 15
-NULL_VALUE = 1
-NOT_NULL = 2
-INT_RANGE = 3
-FLOAT_RANGE = 4
-FIXED_SIZE = 5
-ENUM_SYMBOL = 6
-DECIMAL_SIZE = 7
-TOO_LARGE = 8
+__all__ = [
+    "encode",
+    "E_NULL",
+    "E_BOOL",
+    "E_INT",
+    "E_LONG",
+    "E_FLOAT",
+    "E_DOUBLE",
+    "E_BYTES",
+    "E_FIXED",
+    "E_ENUM",
+    "E_RECORD",
+    "E_ARRAY",
+    "E_MAP",
+    "E_OPTION",
+    "E_DEC_BYTES",
+    "E_DEC_FIXED",
+    "NULL_VALUE",
+    "NOT_NULL",
+    "INT_RANGE",
+    "FLOAT_RANGE",
+    "FIXED_SIZE",
+    "ENUM_SYMBOL",
+    "DECIMAL_SIZE",
+    "TOO_LARGE",
+]
+
+# (code, first, count, arg, arg2, valid, data, offs, table), see the module docstring
+EncodeNode: TypeAlias = tuple[int, int, int, int, int, Any, Any, Any, Any]
+# writes element j of a node to the output
+Writer: TypeAlias = Callable[[int, bytearray], None]
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _pack_f = struct.Struct("<f").pack
@@ -81,62 +112,80 @@ def _zz(out: bytearray, n: int) -> None:
     out.append(v)
 
 
-def _compile(nodes, kids):
-    fns: list = [None] * len(nodes)
+def _compile(nodes: Sequence[EncodeNode], kids: Sequence[int]) -> Callable[[int], Writer]:
+    """A builder of node writers (each node compiled once, children first)."""
+    fns: list[Writer | None] = [None] * len(nodes)
 
-    def build(ni: int):
-        if fns[ni] is not None:
-            return fns[ni]
+    def build(ni: int) -> Writer:
+        done = fns[ni]
+        if done is not None:
+            return done
         code, first, count, arg, arg2, valid, data, offs, table = nodes[ni]
         children = [build(k) for k in kids[first : first + count]]
-        vl = None if valid is None else np.asarray(valid, dtype=np.uint8).tolist()
-        ol = None if offs is None else np.asarray(offs, dtype=np.int64).tolist()
-        raw = None
+        # the lists a node's writer reads (empty where its code reads none)
+        ol: list[int] = [] if offs is None else np.asarray(offs, dtype=np.int64).tolist()
+        raw = b""
         if code in (E_BYTES, E_FIXED, E_DEC_BYTES, E_DEC_FIXED):
             raw = bytes(np.asarray(data, dtype=np.uint8))
-        dl = data.tolist() if code in (E_BOOL, E_INT, E_LONG, E_FLOAT, E_DOUBLE, E_ENUM) else None
-        tl = None if table is None else np.asarray(table, dtype=np.int32).tolist()
+        dl: list[Any] = data.tolist() if code in (E_BOOL, E_INT, E_LONG, E_FLOAT, E_DOUBLE, E_ENUM) else []
+        tl: list[int] = [] if table is None else np.asarray(table, dtype=np.int32).tolist()
         f = _writer(ni, code, arg, arg2, dl, raw, ol, tl, children)
-        if vl is not None:
-            inner = f
-            if code == E_OPTION:
-
-                def f(j, out, _inner=inner, _vl=vl, _null=arg):
-                    if not _vl[j]:
-                        _zz(out, _null)
-                        return
-                    _inner(j, out)
-
-            elif code == E_NULL:
-
-                def f(j, out, _inner=inner, _vl=vl):
-                    if _vl[j]:
-                        _inner(j, out)
-
-            else:
-
-                def f(j, out, _inner=inner, _vl=vl):
-                    if not _vl[j]:
-                        raise _Fail(NULL_VALUE, ni, 0)
-                    _inner(j, out)
-
+        if valid is not None:
+            f = _with_validity(ni, code, arg, np.asarray(valid, dtype=np.uint8).tolist(), f)
         fns[ni] = f
         return f
 
     return build
 
 
-def _writer(ni, code, arg, arg2, dl, raw, ol, tl, children):  # noqa: C901 - one case per node code
+def _with_validity(ni: int, code: int, null_branch: int, vl: list[int], inner: Writer) -> Writer:
+    """Wrap a node writer with the node's validity: null branch, nothing, or NULL_VALUE."""
+    if code == E_OPTION:
+
+        def option(j: int, out: bytearray) -> None:
+            if not vl[j]:
+                _zz(out, null_branch)
+                return
+            inner(j, out)
+
+        return option
     if code == E_NULL:
 
-        def w(j, out):
+        def null(j: int, out: bytearray) -> None:
+            if vl[j]:
+                inner(j, out)
+
+        return null
+
+    def required(j: int, out: bytearray) -> None:
+        if not vl[j]:
+            raise _Fail(NULL_VALUE, ni, 0)
+        inner(j, out)
+
+    return required
+
+
+def _writer(  # noqa: C901 - one case per node code
+    ni: int,
+    code: int,
+    arg: int,
+    arg2: int,
+    dl: list[Any],
+    raw: bytes,
+    ol: list[int],
+    tl: list[int],
+    children: list[Writer],
+) -> Writer:
+    if code == E_NULL:
+
+        def w(j: int, out: bytearray) -> None:
             raise _Fail(NOT_NULL, ni, 0)
 
         return w
     if code == E_OPTION:
         child = children[0]
 
-        def w(j, out):
+        def w(j: int, out: bytearray) -> None:
             _zz(out, arg2)
             child(j, out)
 
@@ -145,7 +194,7 @@ def _writer(ni, code, arg, arg2, dl, raw, ol, tl, children):  # noqa: C901 - one
         return lambda j, out: out.append(1 if dl[j] else 0)
     if code == E_INT:
 
-        def w(j, out):
+        def w(j: int, out: bytearray) -> None:
             v = dl[j]
             if v < _INT32_MIN or v > _INT32_MAX:
                 raise _Fail(INT_RANGE, ni, v)
@@ -156,7 +205,7 @@ def _writer(ni, code, arg, arg2, dl, raw, ol, tl, children):  # noqa: C901 - one
         return lambda j, out: _zz(out, dl[j])
     if code == E_FLOAT:
 
-        def w(j, out):
+        def w(j: int, out: bytearray) -> None:
             try:
                 out += _pack_f(dl[j])
             except OverflowError:
@@ -165,13 +214,13 @@ def _writer(ni, code, arg, arg2, dl, raw, ol, tl, children):  # noqa: C901 - one
         return w
     if code == E_DOUBLE:
 
-        def w(j, out):
+        def w(j: int, out: bytearray) -> None:
             out += _pack_d(dl[j])
 
         return w
     if code == E_BYTES:
 
-        def w(j, out):
+        def w(j: int, out: bytearray) -> None:
             s, e = ol[j], ol[j + 1]
             _zz(out, e - s)
             out += raw[s:e]
@@ -179,7 +228,7 @@ def _writer(ni, code, arg, arg2, dl, raw, ol, tl, children):  # noqa: C901 - one
         return w
     if code == E_FIXED:
 
-        def w(j, out):
+        def w(j: int, out: bytearray) -> None:
             if arg != arg2:
                 raise _Fail(FIXED_SIZE, ni, arg2)
             out += raw[arg * j : arg * j + arg]
@@ -187,7 +236,7 @@ def _writer(ni, code, arg, arg2, dl, raw, ol, tl, children):  # noqa: C901 - one
         return w
     if code == E_ENUM:
 
-        def w(j, out):
+        def w(j: int, out: bytearray) -> None:
             k = dl[j]
             sym = tl[k]
             if sym < 0:
@@ -198,7 +247,7 @@ def _writer(ni, code, arg, arg2, dl, raw, ol, tl, children):  # noqa: C901 - one
     if code == E_RECORD:
         fields = tuple(children)
 
-        def w(j, out):
+        def w(j: int, out: bytearray) -> None:
             for f in fields:
                 f(j, out)
 
@@ -208,7 +257,7 @@ def _writer(ni, code, arg, arg2, dl, raw, ol, tl, children):  # noqa: C901 - one
         key = children[0]
         item = children[1] if is_map else children[0]
 
-        def w(j, out):
+        def w(j: int, out: bytearray) -> None:
             s, e = ol[j], ol[j + 1]
             if e > s:
                 _zz(out, e - s)
@@ -221,7 +270,7 @@ def _writer(ni, code, arg, arg2, dl, raw, ol, tl, children):  # noqa: C901 - one
         return w
     if code == E_DEC_BYTES:
 
-        def w(j, out):
+        def w(j: int, out: bytearray) -> None:
             v = int.from_bytes(raw[16 * j : 16 * j + 16], "little", signed=True)
             data = v.to_bytes((v.bit_length() + 8) // 8 or 1, "big", signed=True)
             _zz(out, len(data))
@@ -230,7 +279,7 @@ def _writer(ni, code, arg, arg2, dl, raw, ol, tl, children):  # noqa: C901 - one
         return w
     if code == E_DEC_FIXED:
 
-        def w(j, out):
+        def w(j: int, out: bytearray) -> None:
             v = int.from_bytes(raw[16 * j : 16 * j + 16], "little", signed=True)
             try:
                 out += v.to_bytes(arg, "big", signed=True)
@@ -241,7 +290,14 @@ def _writer(ni, code, arg, arg2, dl, raw, ol, tl, children):  # noqa: C901 - one
     raise ValueError(f"unknown Avro encode node code {code}")  # pragma: no cover
 
 
-def encode(nodes, kids, root, skip, n, capacity):
+def encode(
+    nodes: Sequence[EncodeNode],
+    kids: Sequence[int],
+    root: int,
+    skip: AnyArray | None,
+    n: int,
+    capacity: int,
+) -> tuple[KernelError | None, Any, Any]:
     """Encode ``n`` rows; see the module docstring for the contract."""
     write = _compile(nodes, list(kids))(root)
     skip_list = None if skip is None else np.asarray(skip, dtype=np.uint8).tolist()

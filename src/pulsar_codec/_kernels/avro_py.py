@@ -1,6 +1,6 @@
-"""Pure-Python twin of the Avro batch decoder (compiled twin: ``_avro_c.pyx``).
+"""Pure-Python twin of the Avro batch decoder (compiled twin: ``avro_c.pyx``).
 
-The kernel interprets the flat decode program of :mod:`pulsar_codec.avro.plan` over every payload
+The kernel interprets the flat decode program of :mod:`pulsar_codec.formats.avro.plan` over every payload
 of a batch and fills one column builder per slot of the reader layout. Here each op becomes a
 closure bound to its builder lists (compiled once per call, which costs microseconds), varints are
 read inline, and the cyclic garbage collector is paused around the loop.
@@ -36,38 +36,93 @@ from __future__ import annotations
 
 import gc
 import struct
+from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
 
 import numpy as np
 
+from ._typing import AnyArray, KernelError
+from .defs import (
+    AVRO_BAD_BOOLEAN,
+    AVRO_BAD_ENUM_INDEX,
+    AVRO_BAD_UNION_INDEX,
+    AVRO_BLOCK_COUNT_TOO_LARGE,
+    AVRO_DECIMAL_OVERFLOW,
+    AVRO_DURATION_OUT_OF_RANGE,
+    AVRO_INT_OUT_OF_RANGE,
+    AVRO_INVALID_UTF8,
+    AVRO_LENGTH_PAST_END,
+    AVRO_NEGATIVE_BLOCK_SIZE,
+    AVRO_NEGATIVE_LENGTH,
+    AVRO_TRAILING_BYTES,
+    AVRO_TRUNCATED,
+    AVRO_UNKNOWN_ENUM_SYMBOL,
+    AVRO_UNRESOLVED_UNION_BRANCH,
+    AVRO_VARINT_TOO_LONG,
+    K_BIN,
+    K_BOOL,
+    K_F32,
+    K_F64,
+    K_I32,
+    K_I64,
+    K_LIST,
+    K_MAP,
+    K_NULL,
+    K_RAW,
+    K_STRUCT,
+    K_UNION,
+    O_ARRAY,
+    O_BOOL,
+    O_BRANCH_ERR,
+    O_BYTES,
+    O_DEC_BYTES,
+    O_DEC_FIXED,
+    O_DEFAULT,
+    O_DOUBLE,
+    O_DURATION,
+    O_ENUM,
+    O_FIXED,
+    O_FLOAT,
+    O_FLOAT_D,
+    O_INT,
+    O_INT_D,
+    O_INT_F,
+    O_INT_L,
+    O_LONG,
+    O_LONG_D,
+    O_LONG_F,
+    O_MAP,
+    O_NULL,
+    O_NULLFILL,
+    O_RECORD,
+    O_SELECT,
+    O_SK_ARRAY,
+    O_SK_BOOL,
+    O_SK_BYTES,
+    O_SK_F32,
+    O_SK_F64,
+    O_SK_FIXED,
+    O_SK_MAP,
+    O_SK_NOP,
+    O_SK_RECORD,
+    O_SK_UNION,
+    O_SK_VARINT,
+    O_STRING,
+    O_UNION,
+    ZERO_SIZE_ITEM_LIMIT,
+)
+
 __all__ = ["decode"]
 
-# slot kinds and op codes: identical to pulsar_codec.avro.plan and csrc/pc_avro.h
-K_NULL, K_BOOL, K_I32, K_I64, K_F32, K_F64, K_RAW, K_BIN, K_LIST, K_MAP, K_STRUCT, K_UNION = range(12)
-(O_NULL, O_BOOL, O_INT, O_LONG, O_FLOAT, O_DOUBLE, O_INT_L, O_INT_F, O_INT_D, O_LONG_F, O_LONG_D, O_FLOAT_D,
- O_STRING, O_BYTES, O_FIXED, O_ENUM, O_DEC_BYTES, O_DEC_FIXED, O_DURATION, O_RECORD, O_ARRAY, O_MAP, O_UNION,
- O_SELECT, O_NULLFILL, O_DEFAULT, O_BRANCH_ERR) = range(1, 28)
-(O_SK_NOP, O_SK_BOOL, O_SK_VARINT, O_SK_F32, O_SK_F64, O_SK_BYTES, O_SK_FIXED, O_SK_ARRAY, O_SK_MAP, O_SK_RECORD,
- O_SK_UNION) = range(30, 41)
+# reads one value at pos of buf (not past end), appends it to its builder, returns the new pos
+Reader: TypeAlias = Callable[[bytes, int, int], int]
+# (kind, nullable, width, children, null_branch) per slot
+SlotSpec: TypeAlias = tuple[int, bool, int, Sequence[int], int]
+# (code, slot, first_kid, n_kids, arg, arg2, table, const) per op
+Op: TypeAlias = tuple[int, int, int, int, int, int, Sequence[int] | None, bytes | None]
+# (length, validity, b1, b2) per slot
+SlotOutput: TypeAlias = tuple[int, AnyArray | None, AnyArray | None, AnyArray | None]
 
-# status codes (pulsar_codec.errors.ErrorCode)
-_TRUNCATED = 40
-_VARINT_TOO_LONG = 41
-_INT_OUT_OF_RANGE = 42
-_BAD_UNION_INDEX = 43
-_BAD_ENUM_INDEX = 44
-_INVALID_UTF8 = 45
-_TRAILING_BYTES = 46
-_NEGATIVE_LENGTH = 47
-_LENGTH_PAST_END = 48
-_BLOCK_COUNT_TOO_LARGE = 49
-_DECIMAL_OVERFLOW = 50
-_UNKNOWN_ENUM_SYMBOL = 51
-_UNRESOLVED_UNION_BRANCH = 52
-_NEGATIVE_BLOCK_SIZE = 53
-_BAD_BOOLEAN = 54
-_DURATION_OUT_OF_RANGE = 56
-
-_ZERO_SIZE_ITEM_LIMIT = 1 << 20
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -88,16 +143,16 @@ class _Fail(Exception):
         self.detail = detail
 
 
-def _varint(buf, pos, end):
+def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     """Zigzag varint of at most 10 bytes at ``pos``: (value, new_pos)."""
     start = pos
     acc = 0
     shift = 0
     while True:
         if shift == 70:
-            raise _Fail(_VARINT_TOO_LONG, start, 0)
+            raise _Fail(AVRO_VARINT_TOO_LONG, start, 0)
         if pos >= end:
-            raise _Fail(_TRUNCATED, start, 1)
+            raise _Fail(AVRO_TRUNCATED, start, 1)
         b = buf[pos]
         pos += 1
         acc |= (b & 0x7F) << shift
@@ -110,19 +165,19 @@ def _varint(buf, pos, end):
 class _Builder:
     __slots__ = ("kind", "width", "children", "null_branch", "vals", "valid", "uoffs", "committed")
 
-    def __init__(self, spec) -> None:
+    def __init__(self, spec: SlotSpec) -> None:
         kind, nullable, width, children, null_branch = spec
         self.kind = kind
         self.width = width
         self.children = tuple(children)
         self.null_branch = null_branch
-        self.vals: list = []  # one entry per element (values, pieces, end offsets, marks, type ids)
-        self.valid: list | None = [] if nullable else None
-        self.uoffs: list = []
-        self.committed: list = [0] * len(children)
+        self.vals: list[Any] = []  # one entry per element (values, pieces, end offsets, marks, type ids)
+        self.valid: list[int] | None = [] if nullable else None
+        self.uoffs: list[int] = []
+        self.committed: list[int] = [0] * len(children)
 
 
-def _truncate(B, sid: int, n: int) -> None:
+def _truncate(B: list[_Builder], sid: int, n: int) -> None:
     """Drop everything past the first ``n`` committed elements of slot ``sid`` and its children."""
     b = B[sid]
     kind = b.kind
@@ -146,10 +201,18 @@ def _truncate(B, sid: int, n: int) -> None:
 
 
 # floats are kept as their little-endian bytes, so NaN payloads survive exactly as in C
-_PLACEHOLDER = {K_NULL: 0, K_BOOL: 0, K_I32: 0, K_I64: 0, K_F32: bytes(4), K_F64: bytes(8), K_BIN: b""}
+_PLACEHOLDER: dict[int, int | bytes] = {
+    K_NULL: 0,
+    K_BOOL: 0,
+    K_I32: 0,
+    K_I64: 0,
+    K_F32: bytes(4),
+    K_F64: bytes(8),
+    K_BIN: b"",
+}
 
 
-def _null_fill(B, sid: int) -> None:
+def _null_fill(B: list[_Builder], sid: int) -> None:
     """Append one null (a placeholder where the slot has no validity) to slot ``sid``."""
     b = B[sid]
     kind = b.kind
@@ -176,39 +239,50 @@ def _null_fill(B, sid: int) -> None:
         b.valid.append(0)
 
 
-def _make_nullfill(B, sid: int):
+def _make_nullfill(B: list[_Builder], sid: int) -> Reader:
     b = B[sid]
     if b.kind in _PLACEHOLDER and b.valid is not None:
-        vapp, napp, ph = b.vals.append, b.valid.append, _PLACEHOLDER[b.kind]
+        vapp, napp, ph = b.vals.append, b.valid.append, _PLACEHOLDER[b.kind]  # the common case, one closure
 
-        def nullfill(buf, pos, end):
+        def nullfill(buf: bytes, pos: int, end: int) -> int:
             vapp(ph)
             napp(0)
             return pos
 
         return nullfill
 
-    def nullfill_any(buf, pos, end):
+    def nullfill_any(buf: bytes, pos: int, end: int) -> int:
         _null_fill(B, sid)
         return pos
 
     return nullfill_any
 
 
-def _compile(ops, kids, B, budget):
+def _discard(value: object) -> None:
+    """The sink of ops that write no slot (skips): they never call it."""
+
+
+def _present(children: list[Reader | None]) -> list[Reader]:
+    """Children that must exist (only a union branch may be unresolvable)."""
+    if any(c is None for c in children):
+        raise ValueError("malformed Avro plan: an unresolvable branch outside a union")
+    return [c for c in children if c is not None]
+
+
+def _compile(ops: Sequence[Op], kids: Sequence[int], B: list[_Builder], budget: list[int]) -> Reader:
     """Closures for every op of one plan; returns the root closure."""
 
-    def build(i: int):
+    def build(i: int) -> Reader | None:
         code, sid, first, count, arg, arg2, table, const = ops[i]
         children = [build(k) for k in kids[first : first + count]]
         b = B[sid] if sid >= 0 else None
-        app = b.vals.append if b is not None else None
+        app = b.vals.append if b is not None else _discard
         valid = b.valid if b is not None else None
-        f = _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid)
-        if valid is not None and code not in (O_NULLFILL, O_SELECT, O_DEFAULT):
+        f = _leaf(code, app, arg, arg2, table, children, B, sid, budget, const)
+        if f is not None and valid is not None and code not in (O_NULLFILL, O_SELECT, O_DEFAULT):
             vapp = valid.append
 
-            def nullable(buf, pos, end, _f=f):
+            def nullable(buf: bytes, pos: int, end: int, _f: Reader = f) -> int:
                 pos = _f(buf, pos, end)
                 vapp(1)
                 return pos
@@ -216,15 +290,26 @@ def _compile(ops, kids, B, budget):
             return nullable
         return f
 
-    return build(0)
+    return _present([build(0)])[0]
 
 
-def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid):  # noqa: C901 - one case per op
+def _leaf(  # noqa: C901 - one case per op
+    code: int,
+    app: Callable[[Any], None],
+    arg: int,
+    arg2: int,
+    table: Sequence[int] | None,
+    children: list[Reader | None],
+    B: list[_Builder],
+    sid: int,
+    budget: list[int],
+    const: bytes | None,
+) -> Reader | None:
     if code in (O_INT, O_INT_L):
 
-        def read_int(buf, pos, end):
+        def read_int(buf: bytes, pos: int, end: int) -> int:
             if pos >= end:
-                raise _Fail(_TRUNCATED, pos, 1)
+                raise _Fail(AVRO_TRUNCATED, pos, 1)
             b = buf[pos]
             if b < 0x80:
                 app((b >> 1) ^ -(b & 1))
@@ -232,7 +317,7 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
             start = pos
             v, pos = _varint(buf, pos, end)
             if v < _INT32_MIN or v > _INT32_MAX:
-                raise _Fail(_INT_OUT_OF_RANGE, start, v)
+                raise _Fail(AVRO_INT_OUT_OF_RANGE, start, v)
             app(v)
             return pos
 
@@ -240,11 +325,11 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
     if code in (O_INT_F, O_INT_D):
         pack = _pack_f if code == O_INT_F else _pack_d
 
-        def read_int_as_float(buf, pos, end):
+        def read_int_as_float(buf: bytes, pos: int, end: int) -> int:
             start = pos
             v, pos = _varint(buf, pos, end)
             if v < _INT32_MIN or v > _INT32_MAX:
-                raise _Fail(_INT_OUT_OF_RANGE, start, v)
+                raise _Fail(AVRO_INT_OUT_OF_RANGE, start, v)
             app(pack(float(v)))
             return pos
 
@@ -252,9 +337,9 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
     if code in (O_LONG, O_LONG_F, O_LONG_D, O_SK_VARINT):
         if code == O_SK_VARINT:
 
-            def skip_varint(buf, pos, end):
+            def skip_varint(buf: bytes, pos: int, end: int) -> int:
                 if pos >= end:
-                    raise _Fail(_TRUNCATED, pos, 1)
+                    raise _Fail(AVRO_TRUNCATED, pos, 1)
                 if buf[pos] < 0x80:
                     return pos + 1
                 return _varint(buf, pos, end)[1]
@@ -262,9 +347,9 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
             return skip_varint
         if code == O_LONG:
 
-            def read_long(buf, pos, end):
+            def read_long(buf: bytes, pos: int, end: int) -> int:
                 if pos >= end:
-                    raise _Fail(_TRUNCATED, pos, 1)
+                    raise _Fail(AVRO_TRUNCATED, pos, 1)
                 b = buf[pos]
                 if b < 0x80:
                     app((b >> 1) ^ -(b & 1))
@@ -277,7 +362,7 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
 
         pack = _pack_f if code == O_LONG_F else _pack_d
 
-        def read_long_as_float(buf, pos, end):
+        def read_long_as_float(buf: bytes, pos: int, end: int) -> int:
             v, pos = _varint(buf, pos, end)
             app(pack(float(v)))
             return pos
@@ -285,9 +370,9 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
         return read_long_as_float
     if code == O_FLOAT_D:
 
-        def read_float_as_double(buf, pos, end):
+        def read_float_as_double(buf: bytes, pos: int, end: int) -> int:
             if end - pos < 4:
-                raise _Fail(_TRUNCATED, pos, 4 - (end - pos))
+                raise _Fail(AVRO_TRUNCATED, pos, 4 - (end - pos))
             app(_pack_d(_unpack_f(buf, pos)[0]))
             return pos + 4
 
@@ -295,28 +380,28 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
     if code in (O_FLOAT, O_DOUBLE):
         size = 4 if code == O_FLOAT else 8
 
-        def read_float(buf, pos, end):
+        def read_float(buf: bytes, pos: int, end: int) -> int:
             if end - pos < size:
-                raise _Fail(_TRUNCATED, pos, size - (end - pos))
+                raise _Fail(AVRO_TRUNCATED, pos, size - (end - pos))
             app(buf[pos : pos + size])
             return pos + size
 
         return read_float
     if code == O_BOOL:
 
-        def read_bool(buf, pos, end):
+        def read_bool(buf: bytes, pos: int, end: int) -> int:
             if pos >= end:
-                raise _Fail(_TRUNCATED, pos, 1)
+                raise _Fail(AVRO_TRUNCATED, pos, 1)
             b = buf[pos]
             if b > 1:
-                raise _Fail(_BAD_BOOLEAN, pos, b)
+                raise _Fail(AVRO_BAD_BOOLEAN, pos, b)
             app(b)
             return pos + 1
 
         return read_bool
     if code == O_NULL:
 
-        def read_null(buf, pos, end):
+        def read_null(buf: bytes, pos: int, end: int) -> int:
             app(0)
             return pos
 
@@ -327,7 +412,7 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
         dec = code == O_DEC_BYTES
         width = arg
 
-        def read_bytes(buf, pos, end):
+        def read_bytes(buf: bytes, pos: int, end: int) -> int:
             start = pos
             if pos < end and buf[pos] < 0x80:
                 b = buf[pos]
@@ -336,9 +421,9 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
             else:
                 n, pos = _varint(buf, pos, end)
             if n < 0:
-                raise _Fail(_NEGATIVE_LENGTH, start, n)
+                raise _Fail(AVRO_NEGATIVE_LENGTH, start, n)
             if n > end - pos:
-                raise _Fail(_LENGTH_PAST_END, start, n)
+                raise _Fail(AVRO_LENGTH_PAST_END, start, n)
             if skip:
                 return pos + n
             data = buf[pos : pos + n]
@@ -346,12 +431,12 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
                 try:
                     data.decode("utf-8")
                 except UnicodeDecodeError:
-                    raise _Fail(_INVALID_UTF8, pos, 0) from None
+                    raise _Fail(AVRO_INVALID_UTF8, pos, 0) from None
             if dec:
                 try:
                     data = int.from_bytes(data, "big", signed=True).to_bytes(width, "little", signed=True)
                 except OverflowError:
-                    raise _Fail(_DECIMAL_OVERFLOW, start, n) from None
+                    raise _Fail(AVRO_DECIMAL_OVERFLOW, start, n) from None
             app(data)
             return pos + n
 
@@ -361,34 +446,40 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
         skip = code in (O_SK_FIXED, O_SK_F32, O_SK_F64, O_SK_BOOL)
         width = arg2
 
-        def read_fixed(buf, pos, end):
+        def read_fixed(buf: bytes, pos: int, end: int) -> int:
             if size > end - pos:
-                raise _Fail(_TRUNCATED, pos, size - (end - pos))
+                raise _Fail(AVRO_TRUNCATED, pos, size - (end - pos))
             if skip:
                 return pos + size
             if code == O_FIXED:
                 app(buf[pos : pos + size])
             elif code == O_DEC_FIXED:
                 try:
-                    app(int.from_bytes(buf[pos : pos + size], "big", signed=True).to_bytes(width, "little", signed=True))
+                    app(
+                        int.from_bytes(buf[pos : pos + size], "big", signed=True).to_bytes(width, "little", signed=True)
+                    )
                 except OverflowError:
-                    raise _Fail(_DECIMAL_OVERFLOW, pos, size) from None
+                    raise _Fail(AVRO_DECIMAL_OVERFLOW, pos, size) from None
             else:
                 months, days, millis = _unpack_duration(buf, pos)
                 if months > _INT32_MAX:
-                    raise _Fail(_DURATION_OUT_OF_RANGE, pos, months)
+                    raise _Fail(AVRO_DURATION_OUT_OF_RANGE, pos, months)
                 if days > _INT32_MAX:
-                    raise _Fail(_DURATION_OUT_OF_RANGE, pos + 4, days)
+                    raise _Fail(AVRO_DURATION_OUT_OF_RANGE, pos + 4, days)
                 app(_pack_interval(months, days, millis * 1_000_000))
             return pos + size
 
         return read_fixed
     if code == O_SK_NOP:
-        return lambda buf, pos, end: pos
+
+        def skip_nothing(buf: bytes, pos: int, end: int) -> int:
+            return pos
+
+        return skip_nothing
     if code == O_ENUM:
         nsym = arg
 
-        def read_enum(buf, pos, end):
+        def read_enum(buf: bytes, pos: int, end: int) -> int:
             start = pos
             if pos < end and buf[pos] < 0x80:
                 b = buf[pos]
@@ -397,21 +488,21 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
             else:
                 v, pos = _varint(buf, pos, end)
             if v < 0 or v >= nsym:
-                raise _Fail(_BAD_ENUM_INDEX, start, v)
+                raise _Fail(AVRO_BAD_ENUM_INDEX, start, v)
             if table is not None:
                 m = table[v]
                 if m < 0:
-                    raise _Fail(_UNKNOWN_ENUM_SYMBOL, start, v)
+                    raise _Fail(AVRO_UNKNOWN_ENUM_SYMBOL, start, v)
                 v = m
             app(v)
             return pos
 
         return read_enum
     if code in (O_RECORD, O_SK_RECORD):
-        fields = tuple(children)
+        fields = tuple(_present(children))
         mark = code == O_RECORD
 
-        def read_record(buf, pos, end):
+        def read_record(buf: bytes, pos: int, end: int) -> int:
             for f in fields:
                 pos = f(buf, pos, end)
             if mark:
@@ -420,15 +511,15 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
 
         return read_record
     if code in (O_ARRAY, O_MAP, O_SK_ARRAY, O_SK_MAP):
-        item = children[0]
+        item = _present(children)[0]
         is_map = code in (O_MAP, O_SK_MAP)
         skipping = code in (O_SK_ARRAY, O_SK_MAP)
         min_size = arg
         if is_map and not skipping:
             key_app = B[arg2].vals.append
-        child_vals = None if skipping else B[B[sid].children[1 if is_map else 0]].vals
+        child_vals = [] if skipping else B[B[sid].children[1 if is_map else 0]].vals
 
-        def read_blocks(buf, pos, end):
+        def read_blocks(buf: bytes, pos: int, end: int) -> int:
             while True:
                 start = pos
                 count, pos = _varint(buf, pos, end)
@@ -439,35 +530,35 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
                     sstart = pos
                     size, pos = _varint(buf, pos, end)
                     if size < 0:
-                        raise _Fail(_NEGATIVE_BLOCK_SIZE, sstart, size)
+                        raise _Fail(AVRO_NEGATIVE_BLOCK_SIZE, sstart, size)
                     count = -count
                     if skipping:
                         if size > end - pos:
-                            raise _Fail(_LENGTH_PAST_END, sstart, size)
+                            raise _Fail(AVRO_LENGTH_PAST_END, sstart, size)
                         pos += size
                         continue
                 if min_size:
                     if count > (end - pos) // min_size:
-                        raise _Fail(_BLOCK_COUNT_TOO_LARGE, start, orig)
+                        raise _Fail(AVRO_BLOCK_COUNT_TOO_LARGE, start, orig)
                 else:
                     budget[0] -= count
                     if budget[0] < 0:
-                        raise _Fail(_BLOCK_COUNT_TOO_LARGE, start, orig)
+                        raise _Fail(AVRO_BLOCK_COUNT_TOO_LARGE, start, orig)
                 for _ in range(count):
                     if is_map:
                         kstart = pos
                         n, pos = _varint(buf, pos, end)
                         if n < 0:
-                            raise _Fail(_NEGATIVE_LENGTH, kstart, n)
+                            raise _Fail(AVRO_NEGATIVE_LENGTH, kstart, n)
                         if n > end - pos:
-                            raise _Fail(_LENGTH_PAST_END, kstart, n)
+                            raise _Fail(AVRO_LENGTH_PAST_END, kstart, n)
                         if not skipping:
                             key = buf[pos : pos + n]
                             if not key.isascii():
                                 try:
                                     key.decode("utf-8")
                                 except UnicodeDecodeError:
-                                    raise _Fail(_INVALID_UTF8, pos, 0) from None
+                                    raise _Fail(AVRO_INVALID_UTF8, pos, 0) from None
                             key_app(key)
                         pos += n
                     pos = item(buf, pos, end)
@@ -480,7 +571,7 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
         branches = tuple(children)
         nb = arg
 
-        def read_union(buf, pos, end):
+        def read_union(buf: bytes, pos: int, end: int) -> int:
             start = pos
             if pos < end and buf[pos] < 0x80:
                 b = buf[pos]
@@ -489,23 +580,23 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
             else:
                 k, pos = _varint(buf, pos, end)
             if k < 0 or k >= nb:
-                raise _Fail(_BAD_UNION_INDEX, start, k)
+                raise _Fail(AVRO_BAD_UNION_INDEX, start, k)
             f = branches[k]
             if f is None:
-                raise _Fail(_UNRESOLVED_UNION_BRANCH, start, k)
+                raise _Fail(AVRO_UNRESOLVED_UNION_BRANCH, start, k)
             return f(buf, pos, end)
 
         return read_union
     if code == O_BRANCH_ERR:
         return None
     if code == O_SELECT:
-        child = children[0]
+        child = _present(children)[0]
         ub = B[sid]
         tapp, oapp, committed = ub.vals.append, ub.uoffs.append, ub.committed
         cvals = B[arg2].vals
         k = arg
 
-        def select(buf, pos, end):
+        def select(buf: bytes, pos: int, end: int) -> int:
             off = len(cvals)
             pos = child(buf, pos, end)
             tapp(k)
@@ -517,24 +608,26 @@ def _leaf(code, app, arg, arg2, table, children, B, sid, budget, const, valid): 
     if code == O_NULLFILL:
         return _make_nullfill(B, sid)
     if code == O_DEFAULT:
-        child = children[0]
-        n = len(const)
+        default_child = _present(children)[0]
+        default_bytes = b"" if const is None else const
+        n = len(default_bytes)
 
-        def default(buf, pos, end):
-            child(const, 0, n)
+        def default(buf: bytes, pos: int, end: int) -> int:
+            default_child(default_bytes, 0, n)
             return pos
 
         return default
     raise ValueError(f"unknown Avro op code {code}")  # pragma: no cover
 
 
-def _finish(B) -> list:
-    out = []
+def _finish(B: list[_Builder]) -> list[SlotOutput]:
+    out: list[SlotOutput] = []
     for b in B:
         n = len(b.vals)
         kind = b.kind
         valid = np.array(b.valid, dtype=np.uint8) if b.valid is not None else None
-        b1 = b2 = None
+        b1: AnyArray | None = None
+        b2: AnyArray | None = None
         if kind == K_BOOL:
             b1 = np.array(b.vals, dtype=np.uint8)
         elif kind == K_I32:
@@ -559,12 +652,18 @@ def _finish(B) -> list:
     return out
 
 
-def decode(slots, plans, segments, keep_going, hints=None):
+def decode(
+    slots: Sequence[SlotSpec],
+    plans: Sequence[tuple[Sequence[Op], Sequence[int]]],
+    segments: Sequence[tuple[Any, Any, Any, AnyArray | None, AnyArray | None]],
+    keep_going: bool,
+    hints: Sequence[tuple[float, float]] | None = None,
+) -> tuple[list[KernelError], list[SlotOutput]]:
     """Decode every payload of ``segments``; see the module docstring for the contract."""
     B = [_Builder(spec) for spec in slots]
-    budget = [_ZERO_SIZE_ITEM_LIMIT]
+    budget = [ZERO_SIZE_ITEM_LIMIT]
     roots = [_compile(ops, kids, B, budget) for ops, kids in plans]
-    errors = []
+    errors: list[KernelError] = []
     row0 = 0
     enabled = gc.isenabled()
     gc.disable()
@@ -589,11 +688,11 @@ def decode(slots, plans, segments, keep_going, hints=None):
                     root = roots[p_list[i]]
                 s = s_list[i]
                 e = e_list[i]
-                budget[0] = _ZERO_SIZE_ITEM_LIMIT
+                budget[0] = ZERO_SIZE_ITEM_LIMIT
                 try:
                     pos = root(buf, s, e)
                     if pos != e:
-                        raise _Fail(_TRAILING_BYTES, pos, e - pos)
+                        raise _Fail(AVRO_TRAILING_BYTES, pos, e - pos)
                 except _Fail as fail:
                     _truncate(B, 0, row0 + i)
                     errors.append((fail.code, row0 + i, fail.pos - s, fail.detail))

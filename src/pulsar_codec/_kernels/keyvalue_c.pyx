@@ -1,5 +1,5 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True
-"""Compiled twin of the KeyValue kernels (pure twin: ``_keyvalue_py.py``, which documents the modes).
+"""Compiled twin of the KeyValue kernels (pure twin: ``keyvalue_py.py``, which documents the modes).
 
 Bounds: every read of a length field is guarded by ``end - pos < 4`` and every part by
 ``length > left - 4``, both against the message's own end offset, which is why bounds checking is
@@ -12,13 +12,8 @@ from libc.string cimport memcpy
 import numpy as np
 import pyarrow as pa
 
-cdef extern from "pc_status.h":
-    ctypedef struct pc_error:
-        int32_t code
-        int64_t index
-        int64_t offset
-        int64_t detail
-    int pc_fail(pc_error *err, int32_t code, int64_t index, int64_t offset, int64_t detail) nogil
+from . cimport defs
+from .defs cimport pc_error, pc_fail
 
 cdef extern from "pc_bytes.h":
     uint32_t pc_be32(const uint8_t *p) nogil
@@ -26,20 +21,10 @@ cdef extern from "pc_bytes.h":
 
 __all__ = ["MODE_INLINE", "MODE_INLINE_CPP", "MODE_SCHEMA_ID", "split", "split_copy", "join"]
 
-MODE_INLINE = 1
-MODE_INLINE_CPP = 2
-MODE_SCHEMA_ID = 3
-
-cdef enum:
-    M_INLINE = 1
-    M_INLINE_CPP = 2
-    M_SCHEMA_ID = 3
-
-cdef enum:
-    S_TRUNCATED_LENGTH = 20
-    S_NEGATIVE_LENGTH = 21
-    S_LENGTH_PAST_END = 22
-    S_TRAILING_BYTES = 23
+# the modes as Python ints, from the C header (the pure twin exports defs.py's)
+MODE_INLINE = defs.MODE_INLINE
+MODE_INLINE_CPP = defs.MODE_INLINE_CPP
+MODE_SCHEMA_ID = defs.MODE_SCHEMA_ID
 
 
 cdef object pool_empty(int64_t count, dtype):
@@ -56,21 +41,21 @@ cdef inline int read_part(const uint8_t *buf, int64_t *pos, int64_t start, int64
     cdef int64_t left = end - p
     cdef int32_t length
     if left < 4:
-        return pc_fail(err, S_TRUNCATED_LENGTH, i, p - start, left)
+        return pc_fail(err, defs.KV_TRUNCATED_LENGTH, i, p - start, left)
     length = <int32_t> pc_be32(buf + p)
     if length < 0:
         if length != -1:
-            return pc_fail(err, S_NEGATIVE_LENGTH, i, p - start, length)
+            return pc_fail(err, defs.KV_NEGATIVE_LENGTH, i, p - start, length)
         s[0] = p + 4
         e[0] = p + 4
-        v[0] = 1 if mode == M_INLINE_CPP else 0
+        v[0] = 1 if mode == defs.MODE_INLINE_CPP else 0
         pos[0] = p + 4
         return 0
     if length > left - 4:
-        return pc_fail(err, S_LENGTH_PAST_END, i, p - start, length)
+        return pc_fail(err, defs.KV_LENGTH_PAST_END, i, p - start, length)
     s[0] = p + 4
     e[0] = p + 4 + length
-    v[0] = 0 if (mode == M_SCHEMA_ID and length == 0) else 1
+    v[0] = 0 if (mode == defs.MODE_SCHEMA_ID and length == 0) else 1
     pos[0] = p + 4 + length
     return 0
 
@@ -78,13 +63,13 @@ cdef inline int read_part(const uint8_t *buf, int64_t *pos, int64_t start, int64
 cdef int split_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *valid, int64_t n, int mode,
                     int64_t *ks, int64_t *ke, uint8_t *kv, int64_t *vs, int64_t *ve, uint8_t *vv,
                     pc_error *err) noexcept nogil:
-    # twin: _keyvalue_py.split
+    # twin: keyvalue_py.split
     cdef int64_t i, start, end, pos
     cdef int rc
     for i in range(n):
         start = offs[i]
         end = offs[i + 1]
-        if (valid != NULL and not valid[i]) or (mode == M_SCHEMA_ID and start == end):
+        if (valid != NULL and not valid[i]) or (mode == defs.MODE_SCHEMA_ID and start == end):
             ks[i] = end
             ke[i] = end
             vs[i] = end
@@ -100,12 +85,12 @@ cdef int split_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *vali
         if rc:
             return rc
         if pos != end:
-            return pc_fail(err, S_TRAILING_BYTES, i, pos - start, end - pos)
+            return pc_fail(err, defs.KV_TRAILING_BYTES, i, pos - start, end - pos)
     return 0
 
 
 def split(data, offsets, validity, int mode):
-    """Split every two-part message of one chunk; same contract as ``_keyvalue_py.split``."""
+    """Split every two-part message of one chunk; same contract as ``keyvalue_py.split``."""
     cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
     cdef const int64_t[::1] offs = np.ascontiguousarray(offsets, dtype=np.int64)
     cdef int64_t n = offs.shape[0] - 1
@@ -139,7 +124,7 @@ def split(data, offsets, validity, int mode):
 
 cdef int count_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *valid, int64_t n, int mode,
                     int32_t *koffs, uint8_t *kv, int32_t *voffs, uint8_t *vv, pc_error *err) noexcept nogil:
-    # twin: _keyvalue_py.split_copy (first pass: validate, Arrow offsets of both outputs)
+    # twin: keyvalue_py.split_copy (first pass: validate, Arrow offsets of both outputs)
     cdef int64_t i, start, end, pos, s, e
     cdef int64_t ktotal = 0, vtotal = 0
     cdef int rc
@@ -148,7 +133,7 @@ cdef int count_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *vali
     for i in range(n):
         start = offs[i]
         end = offs[i + 1]
-        if (valid != NULL and not valid[i]) or (mode == M_SCHEMA_ID and start == end):
+        if (valid != NULL and not valid[i]) or (mode == defs.MODE_SCHEMA_ID and start == end):
             kv[i] = 0
             vv[i] = 0
         else:
@@ -162,7 +147,7 @@ cdef int count_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *vali
                 return rc
             vtotal += e - s
             if pos != end:
-                return pc_fail(err, S_TRAILING_BYTES, i, pos - start, end - pos)
+                return pc_fail(err, defs.KV_TRAILING_BYTES, i, pos - start, end - pos)
         # both totals are bounded by the chunk's data size, which the caller keeps below 2 GiB
         koffs[i + 1] = <int32_t> ktotal
         voffs[i + 1] = <int32_t> vtotal
@@ -188,7 +173,7 @@ cdef void copy_loop(const uint8_t *buf, const int64_t *offs, int64_t n, const in
 
 
 def split_copy(data, offsets, validity, int mode):
-    """Split and copy both parts into fresh buffers; same contract as ``_keyvalue_py.split_copy``."""
+    """Split and copy both parts into fresh buffers; same contract as ``keyvalue_py.split_copy``."""
     cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
     cdef const int64_t[::1] offs = np.ascontiguousarray(offsets, dtype=np.int64)
     cdef int64_t n = offs.shape[0] - 1
@@ -232,12 +217,12 @@ cdef inline bint join_lengths(const int64_t *koffs, const uint8_t *kvalid, const
     """The length field each part of row i gets (-1 writes FF FF FF FF); False for a null row."""
     cdef int64_t k = koffs[i + 1] - koffs[i] if (kvalid == NULL or kvalid[i]) else -1
     cdef int64_t v = voffs[i + 1] - voffs[i] if (vvalid == NULL or vvalid[i]) else -1
-    if mode == M_SCHEMA_ID:
+    if mode == defs.MODE_SCHEMA_ID:
         if k <= 0 and v <= 0:
             return False
         k = k if k > 0 else 0
         v = v if v > 0 else 0
-    elif mode == M_INLINE_CPP:
+    elif mode == defs.MODE_INLINE_CPP:
         k = k if k > 0 else -1
         v = v if v > 0 else -1
     klen[0] = k
@@ -246,7 +231,7 @@ cdef inline bint join_lengths(const int64_t *koffs, const uint8_t *kvalid, const
 
 
 def join(key_data, key_offsets, key_validity, value_data, value_offsets, value_validity, int mode):
-    """Write ``i32 BE len || key || i32 BE len || value`` per row; same contract as ``_keyvalue_py.join``."""
+    """Write ``i32 BE len || key || i32 BE len || value`` per row; same contract as ``keyvalue_py.join``."""
     cdef const uint8_t[::1] kbuf = memoryview(key_data).cast("B") if len(key_data) else b"\0"
     cdef const uint8_t[::1] vbuf = memoryview(value_data).cast("B") if len(value_data) else b"\0"
     cdef const int64_t[::1] koffs = np.ascontiguousarray(key_offsets, dtype=np.int64)

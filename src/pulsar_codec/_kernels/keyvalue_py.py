@@ -1,4 +1,4 @@
-"""Pure-Python twin of the KeyValue kernels (compiled twin: ``_keyvalue_c.pyx``).
+"""Pure-Python twin of the KeyValue kernels (compiled twin: ``keyvalue_c.pyx``).
 
 Both layouts handled here are two length-prefixed parts, ``i32 BE len || bytes || i32 BE len ||
 bytes``: the INLINE KeyValue payload (key, value) and the PIP-420 KeyValue schema id (key schema
@@ -16,22 +16,42 @@ field is always at offset 0, which is how the caller tells a key error from a va
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import numpy as np
+
+from ._typing import AnyArray, ByteData, Int32Array, Int64Array, KernelError, UInt8Array
+from .defs import (
+    KV_LENGTH_PAST_END,
+    KV_NEGATIVE_LENGTH,
+    KV_TRAILING_BYTES,
+    KV_TRUNCATED_LENGTH,
+    MODE_INLINE,
+    MODE_INLINE_CPP,
+    MODE_SCHEMA_ID,
+)
 
 __all__ = ["MODE_INLINE", "MODE_INLINE_CPP", "MODE_SCHEMA_ID", "split", "split_copy", "join"]
 
-MODE_INLINE = 1
-MODE_INLINE_CPP = 2
-MODE_SCHEMA_ID = 3
+# (code, offset, detail) or None, then key start, end, valid and value start, end, valid
+OneSplit: TypeAlias = tuple[
+    tuple[int, int, int] | None, int | None, int | None, int | None, int | None, int | None, int | None
+]
+# error, key starts, key ends, key valid, value starts, value ends, value valid
+Split: TypeAlias = tuple[KernelError | None, Int64Array, Int64Array, UInt8Array, Int64Array, Int64Array, UInt8Array]
+# error, key data, key offsets, key valid, value data, value offsets, value valid (all None after an error)
+SplitCopy: TypeAlias = tuple[
+    KernelError | None,
+    UInt8Array | None,
+    Int32Array | None,
+    UInt8Array | None,
+    UInt8Array | None,
+    Int32Array | None,
+    UInt8Array | None,
+]
 
-# status codes (see errors.ErrorCode)
-_TRUNCATED_LENGTH = 20
-_NEGATIVE_LENGTH = 21
-_LENGTH_PAST_END = 22
-_TRAILING_BYTES = 23
 
-
-def split_one(buf, start: int, end: int, mode: int):
+def split_one(buf: memoryview, start: int, end: int, mode: int) -> OneSplit:
     """Parse one message ``buf[start:end]``.
 
     Returns ``(None, key_start, key_end, key_valid, value_start, value_end, value_valid)`` or
@@ -41,29 +61,30 @@ def split_one(buf, start: int, end: int, mode: int):
     if mode == MODE_SCHEMA_ID and start == end:
         return None, end, end, 0, end, end, 0
     pos = start
-    result = [None]
+    parts: list[int] = []  # start, end, valid of the key, then of the value
     for _part in range(2):
         left = end - pos
         if left < 4:
-            return (_TRUNCATED_LENGTH, pos - start, left), None, None, None, None, None, None
-        length = int.from_bytes(buf[pos:pos + 4], "big", signed=True)
+            return (KV_TRUNCATED_LENGTH, pos - start, left), None, None, None, None, None, None
+        length = int.from_bytes(buf[pos : pos + 4], "big", signed=True)
         if length < 0:
             if length != -1:
-                return (_NEGATIVE_LENGTH, pos - start, length), None, None, None, None, None, None
+                return (KV_NEGATIVE_LENGTH, pos - start, length), None, None, None, None, None, None
             pos += 4
-            result += (pos, pos, 1 if mode == MODE_INLINE_CPP else 0)
+            parts += (pos, pos, 1 if mode == MODE_INLINE_CPP else 0)
             continue
         if length > left - 4:
-            return (_LENGTH_PAST_END, pos - start, length), None, None, None, None, None, None
+            return (KV_LENGTH_PAST_END, pos - start, length), None, None, None, None, None, None
         pos += 4
-        result += (pos, pos + length, 0 if (mode == MODE_SCHEMA_ID and length == 0) else 1)
+        parts += (pos, pos + length, 0 if (mode == MODE_SCHEMA_ID and length == 0) else 1)
         pos += length
     if pos != end:
-        return (_TRAILING_BYTES, pos - start, end - pos), None, None, None, None, None, None
-    return tuple(result)
+        return (KV_TRAILING_BYTES, pos - start, end - pos), None, None, None, None, None, None
+    key_start, key_end, key_valid, value_start, value_end, value_valid = parts
+    return None, key_start, key_end, key_valid, value_start, value_end, value_valid
 
 
-def _be32(buf, pos, ok):
+def _be32(buf: UInt8Array, pos: Int64Array, ok: AnyArray) -> Int64Array:
     """Signed big-endian i32 at ``pos`` for the rows where ``ok`` (0 elsewhere); vectorised."""
     p = np.where(ok, pos, 0)
     if not ok.any():
@@ -74,7 +95,7 @@ def _be32(buf, pos, ok):
     return np.where(ok, value, 0)
 
 
-def split(data, offsets, validity, mode: int):
+def split(data: ByteData, offsets: AnyArray, validity: AnyArray | None, mode: int) -> Split:
     """Split every two-part message of one chunk.
 
     Parameters
@@ -128,9 +149,10 @@ def split(data, offsets, validity, mode: int):
     bad = live & ~good
     if bad.any():
         i = int(np.argmax(bad))
-        parsed = split_one(memoryview(data).cast("B"), int(starts[i]), int(ends[i]), mode)
-        code, offset, detail = parsed[0]
-        error = (code, i, offset, detail)
+        problem = split_one(memoryview(data).cast("B"), int(starts[i]), int(ends[i]), mode)[0]
+        assert problem is not None  # the vectorised checks and split_one test the same conditions
+        code, offset, detail = problem
+        error: KernelError | None = (code, i, offset, detail)
     else:
         error = None
     (ks, ke, kv), (vs, ve, vv) = parts
@@ -142,7 +164,7 @@ def split(data, offsets, validity, mode: int):
     return error, ks, ke, kv.astype(np.uint8), vs, ve, vv.astype(np.uint8)
 
 
-def split_copy(data, offsets, validity, mode: int):
+def split_copy(data: ByteData, offsets: AnyArray, validity: AnyArray | None, mode: int) -> SplitCopy:
     """Split every two-part message of one chunk and copy both parts into fresh buffers.
 
     The chunk's data must be below 2 GiB, so both outputs fit int32 Arrow offsets.
@@ -164,7 +186,15 @@ def split_copy(data, offsets, validity, mode: int):
     return (error, key_data, key_offsets.astype(np.int32), kv, value_data, value_offsets.astype(np.int32), vv)
 
 
-def join(key_data, key_offsets, key_validity, value_data, value_offsets, value_validity, mode: int):
+def join(
+    key_data: ByteData,
+    key_offsets: AnyArray,
+    key_validity: AnyArray | None,
+    value_data: ByteData,
+    value_offsets: AnyArray,
+    value_validity: AnyArray | None,
+    mode: int,
+) -> tuple[UInt8Array, Int64Array, UInt8Array | None]:
     """Write ``i32 BE len || key || i32 BE len || value`` for every row.
 
     Lengths are range-checked by the caller (each part below 2**31 bytes). A null part is written
@@ -175,7 +205,7 @@ def join(key_data, key_offsets, key_validity, value_data, value_offsets, value_v
     Returns
     -------
     (data, offsets, validity)
-        ``data`` bytes, ``offsets`` int64[n + 1], ``validity`` uint8[n] or None when every row is
+        ``data`` uint8 array, ``offsets`` int64[n + 1], ``validity`` uint8[n] or None when every row is
         valid (always None for the INLINE modes).
     """
     kbuf = memoryview(key_data).cast("B")
@@ -187,12 +217,13 @@ def join(key_data, key_offsets, key_validity, value_data, value_offsets, value_v
     vvalid = None if value_validity is None else np.asarray(value_validity, dtype=bool).tolist()
     out = bytearray()
     offsets = [0] * (n + 1)
-    valid = bytearray(b"\x01" * n) if mode == MODE_SCHEMA_ID else None
+    ids = mode == MODE_SCHEMA_ID  # only schema ids can make a null row
+    valid = bytearray(b"\x01" * n)
     minus_one = b"\xff\xff\xff\xff"
     for i in range(n):
         klen = koffs[i + 1] - koffs[i] if (kvalid is None or kvalid[i]) else -1
         vlen = voffs[i + 1] - voffs[i] if (vvalid is None or vvalid[i]) else -1
-        if mode == MODE_SCHEMA_ID:
+        if ids:
             if klen <= 0 and vlen <= 0:
                 valid[i] = 0
                 offsets[i + 1] = len(out)
@@ -207,18 +238,18 @@ def join(key_data, key_offsets, key_validity, value_data, value_offsets, value_v
                 out += minus_one
             else:
                 out += length.to_bytes(4, "big")
-                out += buf[at:at + length]
+                out += buf[at : at + length]
         offsets[i + 1] = len(out)
-    if valid is not None and all(valid):
-        valid = None
     return (
-        bytes(out),
+        np.frombuffer(out, dtype=np.uint8),
         np.array(offsets, dtype=np.int64),
-        None if valid is None else np.frombuffer(bytes(valid), dtype=np.uint8),
+        None if all(valid) else np.frombuffer(bytes(valid), dtype=np.uint8),
     )
 
 
-def _gather(data, starts, ends, validity):
+def _gather(
+    data: ByteData, starts: AnyArray, ends: AnyArray, validity: AnyArray | None
+) -> tuple[UInt8Array, Int64Array]:
     """Copy the slices ``data[starts[i]:ends[i]]`` one after the other (null rows are empty).
 
     Returns (out: uint8 ndarray, offsets: int64 ndarray of n + 1 entries). The copy is Arrow's

@@ -1,5 +1,5 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True
-"""Compiled twin of the Pulsar primitive kernels (pure twin: ``_primitives_py.py``, which documents
+"""Compiled twin of the Pulsar primitive kernels (pure twin: ``primitives_py.py``, which documents
 the kinds and the error tuples).
 
 Bounds: a payload is only read after its size was checked to equal the kind's width, and UTF-8
@@ -12,13 +12,9 @@ from libc.string cimport memcpy, memset
 import numpy as np
 import pyarrow as pa
 
-cdef extern from "pc_status.h":
-    ctypedef struct pc_error:
-        int32_t code
-        int64_t index
-        int64_t offset
-        int64_t detail
-    int pc_fail(pc_error *err, int32_t code, int64_t index, int64_t offset, int64_t detail) nogil
+from . cimport defs
+from .defs cimport pc_error, pc_fail
+from .defs import DTYPES, WIDTHS
 
 cdef extern from "pc_bytes.h":
     uint16_t pc_be16(const uint8_t *p) nogil
@@ -28,9 +24,6 @@ cdef extern from "pc_bytes.h":
 cdef extern from "pc_prim.h":
     int64_t pc_utf8_invalid_at(const uint8_t *s, int64_t n) nogil
     int pc_mul_add_i64(int64_t a, int64_t m, int64_t b, int64_t *out) nogil
-    const int64_t MS_PER_DAY "PC_MS_PER_DAY"
-    const int64_t NS_PER_S "PC_NS_PER_S"
-    const int64_t NS_PER_DAY "PC_NS_PER_DAY"
 
 
 __all__ = [
@@ -52,46 +45,21 @@ __all__ = [
     "validate_utf8",
 ]
 
-KIND_BOOLEAN = 1
-KIND_INT8 = 2
-KIND_INT16 = 3
-KIND_INT32 = 4
-KIND_INT64 = 5
-KIND_FLOAT = 6
-KIND_DOUBLE = 7
-KIND_TIME = 8
-KIND_INSTANT = 9
-KIND_LOCAL_DATE = 10
-KIND_LOCAL_TIME = 11
-KIND_LOCAL_DATE_TIME = 12
-
-WIDTHS = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 4, 7: 8, 8: 8, 9: 12, 10: 8, 11: 8, 12: 16}
-DTYPES = {1: "uint8", 2: "int8", 3: "int16", 4: "int32", 5: "int64", 6: "float32", 7: "float64",
-          8: "int32", 9: "int64", 10: "int32", 11: "int64", 12: "int64"}
-
-cdef enum:
-    K_BOOLEAN = 1
-    K_INT8 = 2
-    K_INT16 = 3
-    K_INT32 = 4
-    K_INT64 = 5
-    K_FLOAT = 6
-    K_DOUBLE = 7
-    K_TIME = 8
-    K_INSTANT = 9
-    K_LOCAL_DATE = 10
-    K_LOCAL_TIME = 11
-    K_LOCAL_DATE_TIME = 12
-
-cdef enum:
-    S_BAD_LENGTH = 30
-    S_INVALID_UTF8 = 31
-    S_OUT_OF_RANGE = 32
-
-
-
+# the kinds as Python ints, from the C header (the pure twin exports defs.py's)
+KIND_BOOLEAN = defs.KIND_BOOLEAN
+KIND_INT8 = defs.KIND_INT8
+KIND_INT16 = defs.KIND_INT16
+KIND_INT32 = defs.KIND_INT32
+KIND_INT64 = defs.KIND_INT64
+KIND_FLOAT = defs.KIND_FLOAT
+KIND_DOUBLE = defs.KIND_DOUBLE
+KIND_TIME = defs.KIND_TIME
+KIND_INSTANT = defs.KIND_INSTANT
+KIND_LOCAL_DATE = defs.KIND_LOCAL_DATE
+KIND_LOCAL_TIME = defs.KIND_LOCAL_TIME
+KIND_LOCAL_DATE_TIME = defs.KIND_LOCAL_DATE_TIME
 cdef object pool_empty(int64_t count, dtype):
-    """An uninitialised numpy array in Arrow's memory pool (warm memory; see _keyvalue_c.pool_empty)."""
+    """An uninitialised numpy array in Arrow's memory pool (warm memory; see keyvalue_c.pool_empty)."""
     dt = np.dtype(dtype)
     buf = pa.allocate_buffer(max(count, 1) * dt.itemsize)
     return np.frombuffer(buf, dtype=dt, count=max(count, 1))[:count]
@@ -99,7 +67,7 @@ cdef object pool_empty(int64_t count, dtype):
 
 cdef int decode_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *valid, int64_t n, int kind,
                      int64_t width, char *out, int64_t itemsize, pc_error *err) noexcept nogil:
-    # twin: _primitives_py.decode_fixed
+    # twin: primitives_py.decode_fixed
     cdef int64_t i, start, size, a, b, v
     cdef const uint8_t *p
     cdef uint32_t u32
@@ -111,59 +79,59 @@ cdef int decode_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *val
         start = offs[i]
         size = offs[i + 1] - start
         if size != width:
-            return pc_fail(err, S_BAD_LENGTH, i, size if size < width else width, size)
+            return pc_fail(err, defs.PRIM_BAD_LENGTH, i, size if size < width else width, size)
         p = buf + start
-        if kind == K_BOOLEAN:
+        if kind == defs.KIND_BOOLEAN:
             (<uint8_t *> out)[i] = 1 if p[0] != 0 else 0
-        elif kind == K_INT8:
+        elif kind == defs.KIND_INT8:
             (<int8_t *> out)[i] = <int8_t> p[0]
-        elif kind == K_INT16:
+        elif kind == defs.KIND_INT16:
             (<int16_t *> out)[i] = <int16_t> pc_be16(p)
-        elif kind == K_INT32:
+        elif kind == defs.KIND_INT32:
             (<int32_t *> out)[i] = <int32_t> pc_be32(p)
-        elif kind == K_INT64:
+        elif kind == defs.KIND_INT64:
             (<int64_t *> out)[i] = <int64_t> pc_be64(p)
-        elif kind == K_FLOAT:
+        elif kind == defs.KIND_FLOAT:
             u32 = pc_be32(p)
             memcpy(out + 4 * i, &u32, 4)
-        elif kind == K_DOUBLE:
+        elif kind == defs.KIND_DOUBLE:
             u64 = pc_be64(p)
             memcpy(out + 8 * i, &u64, 8)
-        elif kind == K_TIME:
-            a = (<int64_t> pc_be64(p)) % MS_PER_DAY
+        elif kind == defs.KIND_TIME:
+            a = (<int64_t> pc_be64(p)) % defs.MS_PER_DAY
             if a < 0:
-                a += MS_PER_DAY
+                a += defs.MS_PER_DAY
             (<int32_t *> out)[i] = <int32_t> a
-        elif kind == K_LOCAL_DATE:
+        elif kind == defs.KIND_LOCAL_DATE:
             a = <int64_t> pc_be64(p)
             if a < -2147483648 or a > 2147483647:
-                return pc_fail(err, S_OUT_OF_RANGE, i, 0, a)
+                return pc_fail(err, defs.PRIM_OUT_OF_RANGE, i, 0, a)
             (<int32_t *> out)[i] = <int32_t> a
-        elif kind == K_LOCAL_TIME:
+        elif kind == defs.KIND_LOCAL_TIME:
             a = <int64_t> pc_be64(p)
-            if a < 0 or a >= NS_PER_DAY:
-                return pc_fail(err, S_OUT_OF_RANGE, i, 0, a)
+            if a < 0 or a >= defs.NS_PER_DAY:
+                return pc_fail(err, defs.PRIM_OUT_OF_RANGE, i, 0, a)
             (<int64_t *> out)[i] = a
-        elif kind == K_INSTANT:
+        elif kind == defs.KIND_INSTANT:
             a = <int64_t> pc_be64(p)
             b = <int32_t> pc_be32(p + 8)
-            if pc_mul_add_i64(a, NS_PER_S, b, &v):
-                return pc_fail(err, S_OUT_OF_RANGE, i, 0, a)
+            if pc_mul_add_i64(a, defs.NS_PER_S, b, &v):
+                return pc_fail(err, defs.PRIM_OUT_OF_RANGE, i, 0, a)
             (<int64_t *> out)[i] = v
-        else:  # K_LOCAL_DATE_TIME
+        else:  # defs.KIND_LOCAL_DATE_TIME
             a = <int64_t> pc_be64(p)
             b = <int64_t> pc_be64(p + 8)
-            if b < 0 or b >= NS_PER_DAY:
-                return pc_fail(err, S_OUT_OF_RANGE, i, 8, b)
-            if pc_mul_add_i64(a, NS_PER_DAY, b, &v):
-                return pc_fail(err, S_OUT_OF_RANGE, i, 0, a)
+            if b < 0 or b >= defs.NS_PER_DAY:
+                return pc_fail(err, defs.PRIM_OUT_OF_RANGE, i, 8, b)
+            if pc_mul_add_i64(a, defs.NS_PER_DAY, b, &v):
+                return pc_fail(err, defs.PRIM_OUT_OF_RANGE, i, 0, a)
             (<int64_t *> out)[i] = v
     return 0
 
 
 def decode_fixed(data, offsets, validity, int kind):
-    """Decode one chunk of fixed-width payloads; same contract as ``_primitives_py.decode_fixed``."""
-    if kind < K_BOOLEAN or kind > K_LOCAL_DATE_TIME:
+    """Decode one chunk of fixed-width payloads; same contract as ``primitives_py.decode_fixed``."""
+    if kind < defs.KIND_BOOLEAN or kind > defs.KIND_LOCAL_DATE_TIME:
         raise ValueError(f"unknown primitive kind {kind}")
     cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
     cdef const int64_t[::1] offs = np.ascontiguousarray(offsets, dtype=np.int64)
@@ -188,7 +156,7 @@ def decode_fixed(data, offsets, validity, int kind):
 
 
 def validate_utf8(data, offsets, validity):
-    """Check every valid message of one chunk is well-formed UTF-8; same contract as ``_primitives_py.validate_utf8``."""
+    """Check every valid message of one chunk is well-formed UTF-8; same contract as ``primitives_py.validate_utf8``."""
     cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
     cdef const int64_t[::1] offs = np.ascontiguousarray(offsets, dtype=np.int64)
     cdef int64_t n = offs.shape[0] - 1, i, at = -1, bad_row = -1
@@ -208,4 +176,4 @@ def validate_utf8(data, offsets, validity):
                     break
     if bad_row < 0:
         return None
-    return (S_INVALID_UTF8, bad_row, at, 0)
+    return (defs.PRIM_INVALID_UTF8, bad_row, at, 0)

@@ -1,4 +1,4 @@
-"""Pure-Python twin of the Pulsar primitive kernels (compiled twin: ``_primitives_c.pyx``).
+"""Pure-Python twin of the Pulsar primitive kernels (compiled twin: ``primitives_c.pyx``).
 
 ``decode_fixed`` reads one fixed-width big-endian payload per message into a native numpy column
 (vectorised with numpy; Python integers only for the rare rows near an overflow edge);
@@ -14,6 +14,30 @@ the first bad message, in message order, whichever check fails:
 from __future__ import annotations
 
 import numpy as np
+
+from ._typing import AnyArray, ByteData, Int64Array, KernelError
+from .defs import (
+    DTYPES,
+    KIND_BOOLEAN,
+    KIND_DOUBLE,
+    KIND_FLOAT,
+    KIND_INSTANT,
+    KIND_INT8,
+    KIND_INT16,
+    KIND_INT32,
+    KIND_INT64,
+    KIND_LOCAL_DATE,
+    KIND_LOCAL_DATE_TIME,
+    KIND_LOCAL_TIME,
+    KIND_TIME,
+    MS_PER_DAY,
+    NS_PER_DAY,
+    NS_PER_S,
+    PRIM_BAD_LENGTH,
+    PRIM_INVALID_UTF8,
+    PRIM_OUT_OF_RANGE,
+    WIDTHS,
+)
 
 __all__ = [
     "KIND_BOOLEAN",
@@ -34,40 +58,18 @@ __all__ = [
     "validate_utf8",
 ]
 
-KIND_BOOLEAN = 1  # uint8 0/1, any non-zero byte is true
-KIND_INT8 = 2
-KIND_INT16 = 3
-KIND_INT32 = 4
-KIND_INT64 = 5  # also DATE / TIMESTAMP (epoch milliseconds)
-KIND_FLOAT = 6  # bits kept exactly
-KIND_DOUBLE = 7
-KIND_TIME = 8  # epoch milliseconds -> int32 millisecond of the UTC day (floor modulo)
-KIND_INSTANT = 9  # i64 seconds || i32 nanos -> int64 nanoseconds
-KIND_LOCAL_DATE = 10  # i64 epoch day -> int32
-KIND_LOCAL_TIME = 11  # i64 nanosecond of the day, 0 <= v < 86400e9
-KIND_LOCAL_DATE_TIME = 12  # i64 epoch day || i64 nanosecond of the day -> int64 nanoseconds
-
-WIDTHS = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 4, 7: 8, 8: 8, 9: 12, 10: 8, 11: 8, 12: 16}
-DTYPES = {1: "uint8", 2: "int8", 3: "int16", 4: "int32", 5: "int64", 6: "float32", 7: "float64",
-          8: "int32", 9: "int64", 10: "int32", 11: "int64", 12: "int64"}
-
-_BAD_LENGTH = 30
-_INVALID_UTF8 = 31
-_OUT_OF_RANGE = 32
-
-_MS_PER_DAY = 86_400_000
-_NS_PER_DAY = 86_400_000_000_000
-_NS_PER_S = 1_000_000_000
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
 
-def _first(mask: np.ndarray, limit: int) -> int:
+def _first(mask: AnyArray, limit: int) -> int:
     hits = np.flatnonzero(mask[:limit])
     return int(hits[0]) if len(hits) else limit
 
 
-def decode_fixed(data, offsets, validity, kind: int):
+def decode_fixed(
+    data: ByteData, offsets: AnyArray, validity: AnyArray | None, kind: int
+) -> tuple[KernelError | None, AnyArray]:
     """Decode one chunk of fixed-width payloads.
 
     Parameters
@@ -102,7 +104,7 @@ def decode_fixed(data, offsets, validity, kind: int):
     error = None
     range_bad = None  # (row, offset, detail) of the first value out of range
 
-    def field(lo: int, hi: int, dtype: str) -> np.ndarray:
+    def field(lo: int, hi: int, dtype: str) -> AnyArray:
         return np.ascontiguousarray(raw[:, lo:hi]).view(dtype).reshape(-1).astype(dtype[1:])
 
     if kind == KIND_BOOLEAN:
@@ -114,7 +116,7 @@ def decode_fixed(data, offsets, validity, kind: int):
     elif kind == KIND_DOUBLE:
         out.view(np.uint64)[take] = field(0, 8, ">u8")
     elif kind == KIND_TIME:
-        out[take] = np.mod(field(0, 8, ">i8"), _MS_PER_DAY)
+        out[take] = np.mod(field(0, 8, ">i8"), MS_PER_DAY)
     elif kind == KIND_LOCAL_DATE:
         days = field(0, 8, ">i8")
         bad = (days < _I32_MIN) | (days > _I32_MAX)
@@ -125,7 +127,7 @@ def decode_fixed(data, offsets, validity, kind: int):
             out[take] = days
     elif kind == KIND_LOCAL_TIME:
         nod = field(0, 8, ">i8")
-        bad = (nod < 0) | (nod >= _NS_PER_DAY)
+        bad = (nod < 0) | (nod >= NS_PER_DAY)
         if bad.any():
             j = int(np.flatnonzero(bad)[0])
             range_bad = (int(take[j]), 0, int(nod[j]))
@@ -134,22 +136,30 @@ def decode_fixed(data, offsets, validity, kind: int):
     elif kind == KIND_INSTANT:
         seconds = field(0, 8, ">i8")
         nanos = field(8, 12, ">i4").astype(np.int64)
-        range_bad = _combine(out, take, seconds, nanos, _NS_PER_S, 0, None)
+        range_bad = _combine(out, take, seconds, nanos, NS_PER_S, 0, None)
     elif kind == KIND_LOCAL_DATE_TIME:
         days = field(0, 8, ">i8")
         nod = field(8, 16, ">i8")
-        range_bad = _combine(out, take, days, nod, _NS_PER_DAY, 0, (8, 0, _NS_PER_DAY))
+        range_bad = _combine(out, take, days, nod, NS_PER_DAY, 0, (8, 0, NS_PER_DAY))
     else:
         raise ValueError(f"unknown primitive kind {kind}")
     if range_bad is not None:
-        error = (_OUT_OF_RANGE, range_bad[0], range_bad[1], range_bad[2])
+        error = (PRIM_OUT_OF_RANGE, range_bad[0], range_bad[1], range_bad[2])
     elif limit < n:
         size = int(sizes[limit])
-        error = (_BAD_LENGTH, limit, min(size, width), size)
+        error = (PRIM_BAD_LENGTH, limit, min(size, width), size)
     return error, out
 
 
-def _combine(out, take, hi, lo, scale, hi_offset, lo_check):
+def _combine(
+    out: AnyArray,
+    take: Int64Array,
+    hi: AnyArray,
+    lo: AnyArray,
+    scale: int,
+    hi_offset: int,
+    lo_check: tuple[int, int, int] | None,
+) -> tuple[int, int, int] | None:
     """out[take] = hi * scale + lo; returns (row, offset, detail) of the first failing row or None.
 
     ``lo_check`` = (offset, min, max_exclusive) validates ``lo`` first (LOCAL_DATE_TIME's
@@ -168,19 +178,18 @@ def _combine(out, take, hi, lo, scale, hi_offset, lo_check):
         hi_bad[j] = not _I64_MIN <= value <= _I64_MAX
     bad = lo_bad | hi_bad
     if bad.any():
-        j = int(np.flatnonzero(bad)[0])
-        if lo_bad[j]:
-            return int(take[j]), lo_check[0], int(lo[j])
-        return int(take[j]), hi_offset, int(hi[j])
+        first = int(np.flatnonzero(bad)[0])
+        if lo_check is not None and lo_bad[first]:
+            return int(take[first]), lo_check[0], int(lo[first])
+        return int(take[first]), hi_offset, int(hi[first])
     with np.errstate(over="ignore"):
         out[take] = np.where(safe, hi * scale + lo, 0)
-    edge = np.flatnonzero(~safe)
-    for j in edge:
-        out[take[j]] = int(hi[j]) * scale + int(lo[j])
+    for edge in np.flatnonzero(~safe):
+        out[take[edge]] = int(hi[edge]) * scale + int(lo[edge])
     return None
 
 
-def validate_utf8(data, offsets, validity):
+def validate_utf8(data: ByteData, offsets: AnyArray, validity: AnyArray | None) -> KernelError | None:
     """Check that every valid message of one chunk is well-formed UTF-8.
 
     Returns None or ``(PRIM_INVALID_UTF8, index, offset, 0)`` for the first bad message.
@@ -206,5 +215,5 @@ def validate_utf8(data, offsets, validity):
         try:
             raw[start:end].decode("utf-8")
         except UnicodeDecodeError as exc:
-            return (_INVALID_UTF8, i, exc.start, 0)
+            return (PRIM_INVALID_UTF8, i, exc.start, 0)
     return None

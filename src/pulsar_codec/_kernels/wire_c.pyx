@@ -1,5 +1,5 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True
-"""Compiled twin of the wire-prefix kernel (pure twin: ``_wire_py.py``).
+"""Compiled twin of the wire-prefix kernel (pure twin: ``wire_py.py``).
 
 Bounds: every read of the data buffer is guarded by an explicit ``size < need`` / ``pos >= end``
 check against the message's own end offset, which is why bounds checking is off for this module.
@@ -11,12 +11,8 @@ from libc.string cimport memcmp, memcpy, memset
 
 import numpy as np
 
-cdef extern from "pc_status.h":
-    ctypedef struct pc_error:
-        int32_t code
-        int64_t index
-        int64_t offset
-        int64_t detail
+from . cimport defs
+from .defs cimport pc_error, pc_fail
 
 cdef extern from "pc_bytes.h":
     uint32_t pc_be32(const uint8_t *p) nogil
@@ -30,41 +26,14 @@ __all__ = ["KIND_CONFLUENT", "KIND_CONFLUENT_PROTOBUF", "KIND_CONFLUENT_GUID", "
            "KIND_HORTONWORKS", "KIND_APICURIO", "KIND_APICURIO_V3", "unframe", "frame", "binary_views",
            "distinct_ids"]
 
-KIND_CONFLUENT = 1
-KIND_CONFLUENT_PROTOBUF = 2
-KIND_CONFLUENT_GUID = 3
-KIND_CONFLUENT_GUID_PROTOBUF = 4
-KIND_HORTONWORKS = 5
-KIND_APICURIO = 6
-KIND_APICURIO_V3 = 7
-
-cdef enum:
-    K_CONFLUENT = 1
-    K_CONFLUENT_PROTOBUF = 2
-    K_CONFLUENT_GUID = 3
-    K_CONFLUENT_GUID_PROTOBUF = 4
-    K_HORTONWORKS = 5
-    K_APICURIO = 6
-    K_APICURIO_V3 = 7
-
-cdef enum:
-    S_BAD_MAGIC = 1
-    S_SHORT_PREFIX = 2
-    S_UNKNOWN_PROTOCOL = 3
-    S_INDEX_COUNT = 4
-    S_VARINT_TOO_LONG = 5
-    S_TRUNCATED_INDEXES = 6
-    S_EMPTY = 7
-
-cdef int64_t MAX_INDEXES = 100000
-
-
-cdef inline int fail(pc_error *err, int32_t code, int64_t index, int64_t offset, int64_t detail) noexcept nogil:
-    err.code = code
-    err.index = index
-    err.offset = offset
-    err.detail = detail
-    return code
+# the protocol kinds as Python ints, from the C header (the pure twin exports defs.py's)
+KIND_CONFLUENT = defs.KIND_CONFLUENT
+KIND_CONFLUENT_PROTOBUF = defs.KIND_CONFLUENT_PROTOBUF
+KIND_CONFLUENT_GUID = defs.KIND_CONFLUENT_GUID
+KIND_CONFLUENT_GUID_PROTOBUF = defs.KIND_CONFLUENT_GUID_PROTOBUF
+KIND_HORTONWORKS = defs.KIND_HORTONWORKS
+KIND_APICURIO = defs.KIND_APICURIO
+KIND_APICURIO_V3 = defs.KIND_APICURIO_V3
 
 
 cdef int grow(int64_t **values, int64_t *capacity, int64_t need) noexcept nogil:
@@ -88,12 +57,12 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
                       int32_t *counts, int64_t **values, int64_t *n_values, int64_t *capacity,
                       uint8_t *views, int32_t buffer_index, pc_error *err) noexcept nogil:
     # views == NULL: the caller wants no binary views (the Avro pipeline reads the starts)
-    # twin: _wire_py.unframe
+    # twin: wire_py.unframe
     cdef int64_t i, start, end, size, pos, count, value, k
     cdef int rc
     cdef uint8_t first
-    cdef bint guid = kind == K_CONFLUENT_GUID or kind == K_CONFLUENT_GUID_PROTOBUF
-    cdef bint protobuf = kind == K_CONFLUENT_PROTOBUF or kind == K_CONFLUENT_GUID_PROTOBUF
+    cdef bint guid = kind == defs.KIND_CONFLUENT_GUID or kind == defs.KIND_CONFLUENT_GUID_PROTOBUF
+    cdef bint protobuf = kind == defs.KIND_CONFLUENT_PROTOBUF or kind == defs.KIND_CONFLUENT_GUID_PROTOBUF
     for i in range(n):
         start = offs[i]
         end = offs[i + 1]
@@ -105,47 +74,47 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
             continue
         size = end - start
         if size == 0:
-            return fail(err, S_EMPTY, i, 0, 0)
+            return pc_fail(err, defs.WIRE_EMPTY, i, 0, 0)
         first = buf[start]
-        if kind == K_HORTONWORKS:
+        if kind == defs.KIND_HORTONWORKS:
             protocols[i] = first
             versions[i] = 0
             if first == 3 or first == 0 or first == 4:
                 if size < 5:
-                    return fail(err, S_SHORT_PREFIX, i, size, size)
+                    return pc_fail(err, defs.WIRE_SHORT_PREFIX, i, size, size)
                 ids[i] = <int32_t> pc_be32(buf + start + 1)
                 starts[i] = start + 5
             elif first == 2:
                 if size < 9:
-                    return fail(err, S_SHORT_PREFIX, i, size, size)
+                    return pc_fail(err, defs.WIRE_SHORT_PREFIX, i, size, size)
                 ids[i] = <int64_t> pc_be64(buf + start + 1)
                 starts[i] = start + 9
             elif first == 1:
                 if size < 13:
-                    return fail(err, S_SHORT_PREFIX, i, size, size)
+                    return pc_fail(err, defs.WIRE_SHORT_PREFIX, i, size, size)
                 ids[i] = <int64_t> pc_be64(buf + start + 1)
                 versions[i] = <int32_t> pc_be32(buf + start + 9)
                 starts[i] = start + 13
             else:
-                return fail(err, S_UNKNOWN_PROTOCOL, i, 0, first)
+                return pc_fail(err, defs.WIRE_UNKNOWN_PROTOCOL, i, 0, first)
             if views != NULL:
                 pc_write_view(views + 16 * i, buf, starts[i], <int32_t> (end - starts[i]), buffer_index)
             continue
-        if kind == K_APICURIO:
+        if kind == defs.KIND_APICURIO:
             if first != 0:
-                return fail(err, S_BAD_MAGIC, i, 0, first)
+                return pc_fail(err, defs.WIRE_BAD_MAGIC, i, 0, first)
             if size < 9:
-                return fail(err, S_SHORT_PREFIX, i, size, size)
+                return pc_fail(err, defs.WIRE_SHORT_PREFIX, i, size, size)
             ids[i] = <int64_t> pc_be64(buf + start + 1)
             starts[i] = start + 9
             if views != NULL:
                 pc_write_view(views + 16 * i, buf, starts[i], <int32_t> (end - starts[i]), buffer_index)
             continue
-        if kind == K_APICURIO_V3:
+        if kind == defs.KIND_APICURIO_V3:
             if first != 0:
-                return fail(err, S_BAD_MAGIC, i, 0, first)
+                return pc_fail(err, defs.WIRE_BAD_MAGIC, i, 0, first)
             if size < 5:
-                return fail(err, S_SHORT_PREFIX, i, size, size)
+                return pc_fail(err, defs.WIRE_SHORT_PREFIX, i, size, size)
             ids[i] = <int32_t> pc_be32(buf + start + 1)
             starts[i] = start + 5
             if views != NULL:
@@ -153,24 +122,24 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
             continue
         if guid:
             if first != 1:
-                return fail(err, S_BAD_MAGIC, i, 0, first)
+                return pc_fail(err, defs.WIRE_BAD_MAGIC, i, 0, first)
             if size < 17:
-                return fail(err, S_SHORT_PREFIX, i, size, size)
+                return pc_fail(err, defs.WIRE_SHORT_PREFIX, i, size, size)
             memcpy(guids + 16 * i, buf + start + 1, 16)
             ids[i] = 0
             pos = start + 17
         else:
             if first != 0:
-                return fail(err, S_BAD_MAGIC, i, 0, first)
+                return pc_fail(err, defs.WIRE_BAD_MAGIC, i, 0, first)
             if size < 5:
-                return fail(err, S_SHORT_PREFIX, i, size, size)
+                return pc_fail(err, defs.WIRE_SHORT_PREFIX, i, size, size)
             ids[i] = <int64_t> pc_be32(buf + start + 1)
             pos = start + 5
         if protobuf:
             k = pos
             rc = pc_read_zigzag(buf, &pos, end, &count)
             if rc:
-                return fail(err, S_TRUNCATED_INDEXES if rc == 1 else S_VARINT_TOO_LONG, i, k - start, 0)
+                return pc_fail(err, defs.WIRE_TRUNCATED_INDEXES if rc == 1 else defs.WIRE_VARINT_TOO_LONG, i, k - start, 0)
             if count == 0:
                 if grow(values, capacity, n_values[0] + 1):
                     return -1
@@ -178,8 +147,8 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
                 n_values[0] += 1
                 counts[i] = 1
             else:
-                if count < 0 or count > MAX_INDEXES:
-                    return fail(err, S_INDEX_COUNT, i, k - start, count)
+                if count < 0 or count > defs.MAX_INDEXES:
+                    return pc_fail(err, defs.WIRE_INDEX_COUNT, i, k - start, count)
                 # each index takes at least one byte: never reserve more than the message holds
                 if grow(values, capacity, n_values[0] + min(count, end - pos)):
                     return -1
@@ -187,7 +156,7 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
                     value = pos
                     rc = pc_read_zigzag(buf, &pos, end, &values[0][n_values[0]])
                     if rc:
-                        return fail(err, S_TRUNCATED_INDEXES if rc == 1 else S_VARINT_TOO_LONG, i, value - start, 0)
+                        return pc_fail(err, defs.WIRE_TRUNCATED_INDEXES if rc == 1 else defs.WIRE_VARINT_TOO_LONG, i, value - start, 0)
                     n_values[0] += 1
                 counts[i] = <int32_t> count
         starts[i] = pos
@@ -202,7 +171,7 @@ cdef copy_values(values_arr, const int64_t *values, int64_t n_values):
 
 
 def unframe(data, offsets, validity, int kind, int32_t buffer_index, views=True):
-    """Split the prefixes of one chunk; same contract as ``_wire_py.unframe``."""
+    """Split the prefixes of one chunk; same contract as ``wire_py.unframe``."""
     cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
     offs_arr = np.ascontiguousarray(offsets, dtype=np.int64)
     cdef const int64_t[::1] offs = offs_arr
@@ -270,7 +239,7 @@ def unframe(data, offsets, validity, int kind, int32_t buffer_index, views=True)
 def binary_views(data, starts, ends, validity, int32_t buffer_index):
     """Arrow binary-view structs (16 bytes each) for payload slices data[starts[i]:ends[i]].
 
-    twin: _wire_py.binary_views
+    twin: wire_py.binary_views
     """
     cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
     cdef const int64_t[::1] s = np.ascontiguousarray(starts, dtype=np.int64)
@@ -303,7 +272,7 @@ def binary_views(data, starts, ends, validity, int32_t buffer_index):
 
 
 def frame(int kind, ids, guids, bytes suffix, payload_data, payload_offsets, validity):
-    """Write prefix || suffix || payload per message; same contract as ``_wire_py.frame``."""
+    """Write prefix || suffix || payload per message; same contract as ``wire_py.frame``."""
     cdef const uint8_t[::1] dbuf = memoryview(payload_data).cast("B") if len(payload_data) else b"\0"
     cdef const int64_t[::1] doffs = np.ascontiguousarray(payload_offsets, dtype=np.int64)
     cdef const int64_t[::1] id_view = np.ascontiguousarray(ids, dtype=np.int64)
@@ -320,11 +289,11 @@ def frame(int kind, ids, guids, bytes suffix, payload_data, payload_offsets, val
     for i in range(n):
         if valid != NULL and not valid[i]:
             continue
-        if kind == K_CONFLUENT or kind == K_CONFLUENT_PROTOBUF or kind == K_APICURIO_V3:
+        if kind == defs.KIND_CONFLUENT or kind == defs.KIND_CONFLUENT_PROTOBUF or kind == defs.KIND_APICURIO_V3:
             total += 5
-        elif kind == K_CONFLUENT_GUID or kind == K_CONFLUENT_GUID_PROTOBUF:
+        elif kind == defs.KIND_CONFLUENT_GUID or kind == defs.KIND_CONFLUENT_GUID_PROTOBUF:
             total += 17
-        elif kind == K_APICURIO:
+        elif kind == defs.KIND_APICURIO:
             total += 9
         else:
             total += 9 if id_view[i] > 0x7FFFFFFF else 5
@@ -338,15 +307,15 @@ def frame(int kind, ids, guids, bytes suffix, payload_data, payload_offsets, val
         for i in range(n):
             if valid == NULL or valid[i]:
                 sid = id_view[i]
-                if kind == K_CONFLUENT or kind == K_CONFLUENT_PROTOBUF or kind == K_APICURIO_V3:
+                if kind == defs.KIND_CONFLUENT or kind == defs.KIND_CONFLUENT_PROTOBUF or kind == defs.KIND_APICURIO_V3:
                     out[pos] = 0
                     pc_put_be32(&out[pos + 1], <uint32_t> sid)
                     pos += 5
-                elif kind == K_CONFLUENT_GUID or kind == K_CONFLUENT_GUID_PROTOBUF:
+                elif kind == defs.KIND_CONFLUENT_GUID or kind == defs.KIND_CONFLUENT_GUID_PROTOBUF:
                     out[pos] = 1
                     memcpy(&out[pos + 1], &guid_view[16 * i], 16)
                     pos += 17
-                elif kind == K_APICURIO:
+                elif kind == defs.KIND_APICURIO:
                     out[pos] = 0
                     pc_put_be64(&out[pos + 1], <uint64_t> sid)
                     pos += 9
@@ -372,12 +341,12 @@ def frame(int kind, ids, guids, bytes suffix, payload_data, payload_offsets, val
 cdef int distinct_loop(const uint8_t *buf, const int64_t *offs64, const int32_t *offs32, const uint8_t *valid,
                        int64_t n, int kind, int64_t limit, int64_t *found, uint8_t *found_guids,
                        int64_t *nfound, pc_error *err) noexcept nogil:
-    # twin: _wire_py.distinct_ids
+    # twin: wire_py.distinct_ids
     cdef int64_t i, j, start, end, size, sid = 0, need
     cdef uint8_t first, magic
     cdef int over = 0
-    cdef bint guid = kind == K_CONFLUENT_GUID
-    need = 17 if guid else (9 if kind == K_APICURIO else 5)
+    cdef bint guid = kind == defs.KIND_CONFLUENT_GUID
+    need = 17 if guid else (9 if kind == defs.KIND_APICURIO else 5)
     magic = 1 if guid else 0
     for i in range(n):
         if offs64 != NULL:
@@ -390,12 +359,12 @@ cdef int distinct_loop(const uint8_t *buf, const int64_t *offs64, const int32_t 
             continue
         size = end - start
         if size == 0:
-            return fail(err, S_EMPTY, i, 0, 0)
+            return pc_fail(err, defs.WIRE_EMPTY, i, 0, 0)
         first = buf[start]
         if first != magic:
-            return fail(err, S_BAD_MAGIC, i, 0, first)
+            return pc_fail(err, defs.WIRE_BAD_MAGIC, i, 0, first)
         if size < need:
-            return fail(err, S_SHORT_PREFIX, i, size, size)
+            return pc_fail(err, defs.WIRE_SHORT_PREFIX, i, size, size)
         if guid:
             for j in range(nfound[0]):
                 if memcmp(found_guids + 16 * j, buf + start + 1, 16) == 0:
@@ -407,9 +376,9 @@ cdef int distinct_loop(const uint8_t *buf, const int64_t *offs64, const int32_t 
                     memcpy(found_guids + 16 * nfound[0], buf + start + 1, 16)
                     nfound[0] += 1
             continue
-        if kind == K_CONFLUENT:
+        if kind == defs.KIND_CONFLUENT:
             sid = <int64_t> pc_be32(buf + start + 1)
-        elif kind == K_APICURIO_V3:
+        elif kind == defs.KIND_APICURIO_V3:
             sid = <int32_t> pc_be32(buf + start + 1)
         else:
             sid = <int64_t> pc_be64(buf + start + 1)
@@ -428,7 +397,7 @@ cdef int distinct_loop(const uint8_t *buf, const int64_t *offs64, const int32_t 
 def distinct_ids(data, offsets, validity, int kind, int64_t limit):
     """Check the fixed-size prefixes of one chunk and collect its distinct schema ids.
 
-    twin: _wire_py.distinct_ids
+    twin: wire_py.distinct_ids
     """
     if kind not in (KIND_CONFLUENT, KIND_CONFLUENT_GUID, KIND_APICURIO, KIND_APICURIO_V3):
         raise ValueError(f"distinct_ids supports the fixed-size prefixes only, not kind {kind}")

@@ -1,4 +1,4 @@
-"""Pure-Python twin of the wire-prefix kernel (compiled twin: ``_wire_c.pyx``).
+"""Pure-Python twin of the wire-prefix kernel (compiled twin: ``wire_c.pyx``).
 
 The kernel walks the messages of one Arrow chunk (data buffer + offsets + validity), checks each
 prefix and reports, per message, the schema id fields and where the payload starts. It never
@@ -8,42 +8,67 @@ detail)`` and :mod:`pulsar_codec.errors` turns that into the exception.
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import numpy as np
 
-__all__ = ["KIND_CONFLUENT", "KIND_CONFLUENT_PROTOBUF", "KIND_CONFLUENT_GUID", "KIND_CONFLUENT_GUID_PROTOBUF",
-           "KIND_HORTONWORKS", "KIND_APICURIO", "KIND_APICURIO_V3", "unframe", "frame", "binary_views",
-           "distinct_ids"]
+from ._typing import AnyArray, ArrayLike, ByteData, Int32Array, Int64Array, KernelError, UInt8Array
+from .defs import (
+    KIND_APICURIO,
+    KIND_APICURIO_V3,
+    KIND_CONFLUENT,
+    KIND_CONFLUENT_GUID,
+    KIND_CONFLUENT_GUID_PROTOBUF,
+    KIND_CONFLUENT_PROTOBUF,
+    KIND_HORTONWORKS,
+    MAX_INDEXES,
+    WIRE_BAD_MAGIC,
+    WIRE_EMPTY,
+    WIRE_INDEX_COUNT,
+    WIRE_SHORT_PREFIX,
+    WIRE_TRUNCATED_INDEXES,
+    WIRE_UNKNOWN_PROTOCOL,
+    WIRE_VARINT_TOO_LONG,
+)
 
-# Protocol kinds, identical in both twins.
-KIND_CONFLUENT = 1
-KIND_CONFLUENT_PROTOBUF = 2
-KIND_CONFLUENT_GUID = 3
-KIND_CONFLUENT_GUID_PROTOBUF = 4
-KIND_HORTONWORKS = 5
-KIND_APICURIO = 6
-KIND_APICURIO_V3 = 7
+__all__ = [
+    "KIND_CONFLUENT",
+    "KIND_CONFLUENT_PROTOBUF",
+    "KIND_CONFLUENT_GUID",
+    "KIND_CONFLUENT_GUID_PROTOBUF",
+    "KIND_HORTONWORKS",
+    "KIND_APICURIO",
+    "KIND_APICURIO_V3",
+    "unframe",
+    "frame",
+    "binary_views",
+    "distinct_ids",
+]
 
-# status codes (see errors.ErrorCode)
-_BAD_MAGIC = 1
-_SHORT_PREFIX = 2
-_UNKNOWN_PROTOCOL = 3
-_INDEX_COUNT = 4
-_VARINT_TOO_LONG = 5
-_TRUNCATED_INDEXES = 6
-_EMPTY = 7
+# error, ids, guids, versions, protocols, starts, index_counts, index_values, views
+UnframeResult: TypeAlias = tuple[
+    KernelError | None,
+    Int64Array,
+    UInt8Array | None,
+    Int32Array | None,
+    UInt8Array | None,
+    Int64Array,
+    Int32Array | None,
+    Int64Array | None,
+    UInt8Array | None,
+]
 
-_MAX_INDEXES = 100_000
 # Hortonworks protocol byte -> bytes after it
-_HW_ID_SIZE = {0: 4, 1: 12, 2: 8, 3: 4, 4: 4}
+_HW_ID_SIZE: dict[int, int] = {0: 4, 1: 12, 2: 8, 3: 4, 4: 4}
 
 
-def _read_zigzag(buf, pos: int, end: int):
+def _read_zigzag(buf: memoryview, pos: int, end: int) -> tuple[int | None, int]:
     """Return (value, new_pos) or (None, status) for a zigzag varint of at most 10 bytes."""
     acc = 0
     shift = 0
     for _ in range(10):
         if pos >= end:
-            return None, _TRUNCATED_INDEXES
+            return None, WIRE_TRUNCATED_INDEXES
         b = buf[pos]
         pos += 1
         acc |= (b & 0x7F) << shift
@@ -51,10 +76,17 @@ def _read_zigzag(buf, pos: int, end: int):
             acc &= 0xFFFFFFFFFFFFFFFF
             return (acc >> 1) ^ -(acc & 1), pos
         shift += 7
-    return None, _VARINT_TOO_LONG
+    return None, WIRE_VARINT_TOO_LONG
 
 
-def unframe(data, offsets, validity, kind: int, buffer_index: int, views=True):
+def unframe(
+    data: ByteData,
+    offsets: AnyArray,
+    validity: AnyArray | None,
+    kind: int,
+    buffer_index: int,
+    views: bool = True,
+) -> UnframeResult:
     """Split the prefixes of one chunk.
 
     The protocols whose prefix size follows from its first byte (all but the Protobuf variants)
@@ -91,7 +123,9 @@ def unframe(data, offsets, validity, kind: int, buffer_index: int, views=True):
     return _unframe_rows(data, offsets, validity, kind, buffer_index, views)
 
 
-def _unframe_rows(data, offsets, validity, kind: int, buffer_index: int, views=True):
+def _unframe_rows(
+    data: ByteData, offsets: AnyArray, validity: AnyArray | None, kind: int, buffer_index: int, views: bool = True
+) -> UnframeResult:
     """Row-by-row :func:`unframe` (any protocol; used for the Protobuf variants)."""
     buf = memoryview(data).cast("B")
     n = len(offsets) - 1
@@ -102,12 +136,13 @@ def _unframe_rows(data, offsets, validity, kind: int, buffer_index: int, views=T
     guid = kind in (KIND_CONFLUENT_GUID, KIND_CONFLUENT_GUID_PROTOBUF)
     protobuf = kind in (KIND_CONFLUENT_PROTOBUF, KIND_CONFLUENT_GUID_PROTOBUF)
     hortonworks = kind == KIND_HORTONWORKS
-    guids = bytearray(16 * n) if guid else None
-    versions = [0] * n if hortonworks else None
-    protocols = bytearray(n) if hortonworks else None
-    counts = [0] * n if protobuf else None
-    values: list[int] = [] if protobuf else None
-    error = None
+    # filled only for the kinds that have them; the others return None in their place
+    guids = bytearray(16 * n if guid else 0)
+    versions = [0] * (n if hortonworks else 0)
+    protocols = bytearray(n if hortonworks else 0)
+    counts = [0] * (n if protobuf else 0)
+    values: list[int] = []
+    error: KernelError | None = None
     from_bytes = int.from_bytes
     for i in range(n):
         start = offs[i]
@@ -117,65 +152,65 @@ def _unframe_rows(data, offsets, validity, kind: int, buffer_index: int, views=T
             continue
         size = end - start
         if size == 0:
-            error = (_EMPTY, i, 0, 0)
+            error = (WIRE_EMPTY, i, 0, 0)
             break
         first = buf[start]
         if kind == KIND_HORTONWORKS:
             need = _HW_ID_SIZE.get(first)
             if need is None:
-                error = (_UNKNOWN_PROTOCOL, i, 0, first)
+                error = (WIRE_UNKNOWN_PROTOCOL, i, 0, first)
                 break
             if size < 1 + need:
-                error = (_SHORT_PREFIX, i, size, size)
+                error = (WIRE_SHORT_PREFIX, i, size, size)
                 break
             protocols[i] = first
             if first == 1:
-                ids[i] = from_bytes(buf[start + 1:start + 9], "big", signed=True)
-                versions[i] = from_bytes(buf[start + 9:start + 13], "big", signed=True)
+                ids[i] = from_bytes(buf[start + 1 : start + 9], "big", signed=True)
+                versions[i] = from_bytes(buf[start + 9 : start + 13], "big", signed=True)
             elif first == 2:
-                ids[i] = from_bytes(buf[start + 1:start + 9], "big", signed=True)
+                ids[i] = from_bytes(buf[start + 1 : start + 9], "big", signed=True)
             else:
-                ids[i] = from_bytes(buf[start + 1:start + 5], "big", signed=True)
+                ids[i] = from_bytes(buf[start + 1 : start + 5], "big", signed=True)
             starts[i] = start + 1 + need
             continue
         if kind == KIND_APICURIO:
             if first != 0:
-                error = (_BAD_MAGIC, i, 0, first)
+                error = (WIRE_BAD_MAGIC, i, 0, first)
                 break
             if size < 9:
-                error = (_SHORT_PREFIX, i, size, size)
+                error = (WIRE_SHORT_PREFIX, i, size, size)
                 break
-            ids[i] = from_bytes(buf[start + 1:start + 9], "big", signed=True)
+            ids[i] = from_bytes(buf[start + 1 : start + 9], "big", signed=True)
             starts[i] = start + 9
             continue
         if kind == KIND_APICURIO_V3:
             if first != 0:
-                error = (_BAD_MAGIC, i, 0, first)
+                error = (WIRE_BAD_MAGIC, i, 0, first)
                 break
             if size < 5:
-                error = (_SHORT_PREFIX, i, size, size)
+                error = (WIRE_SHORT_PREFIX, i, size, size)
                 break
-            ids[i] = from_bytes(buf[start + 1:start + 5], "big", signed=True)
+            ids[i] = from_bytes(buf[start + 1 : start + 5], "big", signed=True)
             starts[i] = start + 5
             continue
         # Confluent family
         if guid:
             if first != 1:
-                error = (_BAD_MAGIC, i, 0, first)
+                error = (WIRE_BAD_MAGIC, i, 0, first)
                 break
             if size < 17:
-                error = (_SHORT_PREFIX, i, size, size)
+                error = (WIRE_SHORT_PREFIX, i, size, size)
                 break
-            guids[16 * i:16 * i + 16] = buf[start + 1:start + 17]
+            guids[16 * i : 16 * i + 16] = buf[start + 1 : start + 17]
             pos = start + 17
         else:
             if first != 0:
-                error = (_BAD_MAGIC, i, 0, first)
+                error = (WIRE_BAD_MAGIC, i, 0, first)
                 break
             if size < 5:
-                error = (_SHORT_PREFIX, i, size, size)
+                error = (WIRE_SHORT_PREFIX, i, size, size)
                 break
-            ids[i] = from_bytes(buf[start + 1:start + 5], "big")
+            ids[i] = from_bytes(buf[start + 1 : start + 5], "big")
             pos = start + 5
         if protobuf:
             count, pos2 = _read_zigzag(buf, pos, end)
@@ -188,8 +223,8 @@ def _unframe_rows(data, offsets, validity, kind: int, buffer_index: int, views=T
                 pos = pos2
             else:
                 # a count beyond what the remaining bytes can hold is out of range too
-                if count < 0 or count > _MAX_INDEXES:
-                    error = (_INDEX_COUNT, i, pos - start, count)
+                if count < 0 or count > MAX_INDEXES:
+                    error = (WIRE_INDEX_COUNT, i, pos - start, count)
                     break
                 pos = pos2
                 for _ in range(count):
@@ -207,30 +242,40 @@ def _unframe_rows(data, offsets, validity, kind: int, buffer_index: int, views=T
     return (
         error,
         np.array(ids, dtype=np.int64),
-        None if guids is None else np.frombuffer(bytes(guids), dtype=np.uint8),
-        None if versions is None else np.array(versions, dtype=np.int32),
-        None if protocols is None else np.frombuffer(bytes(protocols), dtype=np.uint8),
+        np.frombuffer(bytes(guids), dtype=np.uint8) if guid else None,
+        np.array(versions, dtype=np.int32) if hortonworks else None,
+        np.frombuffer(bytes(protocols), dtype=np.uint8) if hortonworks else None,
         starts_arr,
-        None if counts is None else np.array(counts, dtype=np.int32),
-        None if values is None else np.array(values, dtype=np.int64),
-        None if (error is not None or not views) else binary_views(data, starts_arr, offsets[1:], validity, buffer_index),
+        np.array(counts, dtype=np.int32) if protobuf else None,
+        np.array(values, dtype=np.int64) if protobuf else None,
+        None
+        if (error is not None or not views)
+        else binary_views(data, starts_arr, offsets[1:], validity, buffer_index),
     )
 
 
-def frame(kind: int, ids, guids, suffix: bytes, payload_data, payload_offsets, validity):
+def frame(
+    kind: int,
+    ids: Int64Array,
+    guids: UInt8Array | None,
+    suffix: bytes,
+    payload_data: ByteData,
+    payload_offsets: Int64Array,
+    validity: AnyArray | None,
+) -> tuple[UInt8Array, Int64Array]:
     """Write ``prefix(id) || suffix || payload`` for every message of one chunk.
 
     ``ids`` int64[n] (range-checked by the caller), ``guids`` uint8[16n] for the GUID kinds,
     ``suffix`` the pre-encoded Protobuf message-index array ('' otherwise). Null rows stay empty.
     Hortonworks writes protocol 3, or a protocol-2 frame for ids above 2**31 - 1.
-    Returns (data: bytes, offsets: int64 ndarray of n + 1 entries).
+    Returns (data: uint8 ndarray, offsets: int64 ndarray of n + 1 entries).
     """
     dbuf = memoryview(payload_data).cast("B")
     doffs = payload_offsets.tolist()
     id_list = ids.tolist()
     n = len(doffs) - 1
     valid = None if validity is None else validity.tolist()
-    guid_bytes = None if guids is None else bytes(guids)
+    guid_bytes = b"" if guids is None else bytes(guids)
     out = bytearray()
     offsets = [0] * (n + 1)
     for i in range(n):
@@ -241,7 +286,7 @@ def frame(kind: int, ids, guids, suffix: bytes, payload_data, payload_offsets, v
                 out += sid.to_bytes(4, "big")
             elif kind == KIND_CONFLUENT_GUID or kind == KIND_CONFLUENT_GUID_PROTOBUF:
                 out += b"\x01"
-                out += guid_bytes[16 * i:16 * i + 16]
+                out += guid_bytes[16 * i : 16 * i + 16]
             elif kind == KIND_HORTONWORKS:
                 if sid > 0x7FFFFFFF:
                     out += b"\x02"
@@ -256,12 +301,14 @@ def frame(kind: int, ids, guids, suffix: bytes, payload_data, payload_offsets, v
                 out += b"\x00"
                 out += sid.to_bytes(4, "big", signed=True)
             out += suffix
-            out += dbuf[doffs[i]:doffs[i + 1]]
+            out += dbuf[doffs[i] : doffs[i + 1]]
         offsets[i + 1] = len(out)
-    return bytes(out), np.array(offsets, dtype=np.int64)
+    return np.frombuffer(out, dtype=np.uint8), np.array(offsets, dtype=np.int64)
 
 
-def binary_views(data, starts, ends, validity, buffer_index: int):
+def binary_views(
+    data: ByteData, starts: ArrayLike, ends: ArrayLike, validity: AnyArray | None, buffer_index: int
+) -> UInt8Array:
     """Arrow binary-view structs (16 bytes each) for payload slices data[starts[i]:ends[i]].
 
     Payloads of up to 12 bytes are stored inline; longer ones keep a 4-byte prefix and point at
@@ -291,21 +338,28 @@ def binary_views(data, starts, ends, validity, buffer_index: int):
     return views.reshape(-1)
 
 
-_FIXED_PREFIX = {KIND_CONFLUENT: (0, 5), KIND_CONFLUENT_GUID: (1, 17), KIND_APICURIO: (0, 9), KIND_APICURIO_V3: (0, 5)}
+_FIXED_PREFIX: dict[int, tuple[int, int]] = {
+    KIND_CONFLUENT: (0, 5),
+    KIND_CONFLUENT_GUID: (1, 17),
+    KIND_APICURIO: (0, 9),
+    KIND_APICURIO_V3: (0, 5),
+}
 
 
 # Hortonworks: bytes after the protocol byte, by protocol byte 0..4 (-1: unknown protocol)
 _HW_NEED = np.array([4, 12, 8, 4, 4, -1], dtype=np.int64)
 
 
-def _be_int(cols, signed: bool):
+def _be_int(cols: UInt8Array, signed: bool) -> Int64Array:
     """Big-endian integers from an (n, width) uint8 matrix (width 4 or 8)."""
     width = cols.shape[1]
     dtype = (">i" if signed else ">u") + str(width)
     return np.ascontiguousarray(cols).view(dtype).reshape(-1).astype(np.int64)
 
 
-def _unframe_vectorised(data, offsets, validity, kind: int, buffer_index: int, views=True):
+def _unframe_vectorised(
+    data: ByteData, offsets: AnyArray, validity: AnyArray | None, kind: int, buffer_index: int, views: bool = True
+) -> UnframeResult:
     """:func:`unframe` for the prefixes whose size follows from the first byte, with numpy."""
     offs = np.asarray(offsets, dtype=np.int64)
     n = len(offs) - 1
@@ -332,11 +386,11 @@ def _unframe_vectorised(data, offsets, validity, kind: int, buffer_index: int, v
         i = int(np.argmax(bad))
         size = int(sizes[i])
         if size == 0:
-            error = (_EMPTY, i, 0, 0)
+            error = (WIRE_EMPTY, i, 0, 0)
         elif unknown[i]:
-            error = (_UNKNOWN_PROTOCOL if kind == KIND_HORTONWORKS else _BAD_MAGIC, i, 0, int(first[i]))
+            error = (WIRE_UNKNOWN_PROTOCOL if kind == KIND_HORTONWORKS else WIRE_BAD_MAGIC, i, 0, int(first[i]))
         else:
-            error = (_SHORT_PREFIX, i, size, size)
+            error = (WIRE_SHORT_PREFIX, i, size, size)
         # like the compiled twin, the outputs still describe the rows before the bad one
         valid = valid.copy()
         valid[i:] = False
@@ -376,7 +430,9 @@ def _unframe_vectorised(data, offsets, validity, kind: int, buffer_index: int, v
     )
 
 
-def distinct_ids(data, offsets, validity, kind: int, limit: int):
+def distinct_ids(
+    data: ByteData, offsets: AnyArray, validity: AnyArray | None, kind: int, limit: int
+) -> tuple[KernelError | None, list[int] | list[bytes] | None]:
     """Check the fixed-size prefixes of one chunk and collect its distinct schema ids.
 
     Only for the protocols whose prefix has one size (Confluent, Confluent GUID, Apicurio v2 and
@@ -406,17 +462,18 @@ def distinct_ids(data, offsets, validity, kind: int, limit: int):
         i = int(np.argmax(bad))
         size = int(sizes[i])
         if size == 0:
-            return (_EMPTY, i, 0, 0), None
+            return (WIRE_EMPTY, i, 0, 0), None
         if int(first[i]) != magic:
-            return (_BAD_MAGIC, i, 0, int(first[i])), None
-        return (_SHORT_PREFIX, i, size, size), None
+            return (WIRE_BAD_MAGIC, i, 0, int(first[i])), None
+        return (WIRE_SHORT_PREFIX, i, size, size), None
     rows = starts[valid]
     width = need - 1
     cols = buf[rows[:, None] + 1 + np.arange(width)]  # (m, width) id bytes
+    unique = np.unique(cols, axis=0) if len(cols) else cols
+    keys: list[int] | list[bytes]
     if kind == KIND_CONFLUENT_GUID:
-        keys = sorted({bytes(r) for r in np.unique(cols, axis=0)}) if len(cols) else []
+        keys = sorted({bytes(r) for r in unique})
     else:
-        unique = np.unique(cols, axis=0) if len(cols) else cols
         signed = kind != KIND_CONFLUENT
         keys = sorted(int.from_bytes(bytes(r), "big", signed=signed) for r in unique)
     if len(keys) > limit:

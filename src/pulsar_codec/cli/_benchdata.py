@@ -6,10 +6,11 @@ Shared by ``bench/`` and ``pulsar-codec bench`` so both measure the same workloa
 from __future__ import annotations
 
 import random
+from typing import Any
 
 __all__ = ["EVENT", "FLAT", "SCHEMAS", "SCHEMA_ID", "event_record", "flat_record"]
 
-FLAT = {
+FLAT: dict[str, Any] = {
     "type": "record",
     "name": "Flat",
     "namespace": "bench",
@@ -21,7 +22,7 @@ FLAT = {
         {"name": "flag", "type": "boolean"},
     ],
 }
-EVENT = {
+EVENT: dict[str, Any] = {
     "type": "record",
     "name": "Event",
     "namespace": "bench",
@@ -32,13 +33,20 @@ EVENT = {
         {"name": "score", "type": "double"},
         {"name": "active", "type": "boolean"},
         {"name": "comment", "type": ["null", "string"]},
-        {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "ACTIVE", "SUSPENDED", "DELETED"]}},
+        {
+            "name": "status",
+            "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "ACTIVE", "SUSPENDED", "DELETED"]},
+        },
         {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
         {"name": "tags", "type": {"type": "array", "items": "int"}},
         {"name": "attrs", "type": {"type": "map", "values": "string"}},
         {
             "name": "location",
-            "type": {"type": "record", "name": "Location", "fields": [{"name": "lat", "type": "double"}, {"name": "lon", "type": "double"}]},
+            "type": {
+                "type": "record",
+                "name": "Location",
+                "fields": [{"name": "lat", "type": "double"}, {"name": "lon", "type": "double"}],
+            },
         },
         {"name": "payload", "type": "bytes"},
     ],
@@ -52,13 +60,18 @@ def _text(rng: random.Random, lo: int, hi: int) -> str:
     return "".join(rng.choice(_LETTERS) for _ in range(rng.randint(lo, hi)))
 
 
-def flat_record(rng: random.Random) -> dict:
+def flat_record(rng: random.Random) -> dict[str, Any]:
     """One flat-5 record (spec/peers-and-targets.md)."""
-    return {"id": rng.getrandbits(40), "count": rng.randint(-(10**6), 10**6), "score": rng.random() * 1000,
-            "name": _text(rng, 5, 20), "flag": rng.random() < 0.5}
+    return {
+        "id": rng.getrandbits(40),
+        "count": rng.randint(-(10**6), 10**6),
+        "score": rng.random() * 1000,
+        "name": _text(rng, 5, 20),
+        "flag": rng.random() < 0.5,
+    }
 
 
-def event_record(rng: random.Random) -> dict:
+def event_record(rng: random.Random) -> dict[str, Any]:
     """One complex-12 record (spec/peers-and-targets.md)."""
     return {
         "id": rng.getrandbits(40),
@@ -74,5 +87,3 @@ def event_record(rng: random.Random) -> dict:
         "location": {"lat": rng.uniform(-90, 90), "lon": rng.uniform(-180, 180)},
         "payload": rng.randbytes(rng.randint(8, 32)),
     }
-
-

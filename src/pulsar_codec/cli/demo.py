@@ -12,17 +12,22 @@
 
 from __future__ import annotations
 
+import decimal
 import json
 import random
+import shutil
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from ._console import best_of
 
 __all__ = ["ORDER_SCHEMAS", "CUSTOMER_SCHEMA", "DemoResult", "generate", "run"]
 
@@ -41,7 +46,7 @@ _V1_FIELDS = [
     {"name": "status", "type": _STATUS},
     {"name": "created", "type": _TS},
 ]
-ORDER_SCHEMAS = [
+ORDER_SCHEMAS: list[dict[str, Any]] = [
     {"type": "record", "name": "Order", "namespace": "demo", "fields": _V1_FIELDS},
     {
         "type": "record",
@@ -53,18 +58,17 @@ ORDER_SCHEMAS = [
         "type": "record",
         "name": "Order",
         "namespace": "demo",
+        # Item is defined again inline, not referred to by name: each schema text stands alone
         "fields": _V1_FIELDS
         + [
-            {"name": "items", "type": {"type": "array", "items": "demo.Item"}, "default": []},
+            {"name": "items", "type": {"type": "array", "items": _ITEM}, "default": []},
             {"name": "note", "type": ["null", "string"], "default": None},
             {"name": "tags", "type": {"type": "map", "values": "string"}, "default": {}},
         ],
     },
 ]
-# v3 refers to demo.Item by name: define it inline there instead (each schema text stands alone)
-ORDER_SCHEMAS[2]["fields"][5]["type"] = {"type": "array", "items": _ITEM}
 
-CUSTOMER_SCHEMA = {
+CUSTOMER_SCHEMA: dict[str, Any] = {
     "type": "record",
     "name": "Customer",
     "namespace": "demo",
@@ -123,7 +127,10 @@ def _orders(rng: np.random.Generator, rows: int, version: int, start_id: int) ->
         np.cumsum(counts, out=offsets[1:])
         total = int(offsets[-1])
         items = pa.StructArray.from_arrays(
-            [pa.array([f"SKU-{k:04d}" for k in rng.integers(0, 9999, total)]), pa.array(rng.integers(1, 9, total).astype(np.int32))],
+            [
+                pa.array([f"SKU-{k:04d}" for k in rng.integers(0, 9999, total)]),
+                pa.array(rng.integers(1, 9, total).astype(np.int32)),
+            ],
             names=["sku", "qty"],
         )
         columns["items"] = pa.ListArray.from_arrays(pa.array(offsets), items)
@@ -137,10 +144,12 @@ def _orders(rng: np.random.Generator, rows: int, version: int, start_id: int) ->
     return pa.table(columns)
 
 
-def _raw_table(payloads: pa.Array, keys: list[str | None], topic: str, start_ms: int) -> pa.Table:
+def _raw_table(payloads: pa.Array, keys: Sequence[str | None], topic: str, start_ms: int) -> pa.Table:
     """A topic dump: the columns `pulsar-codec dump` writes (see pulsar_codec.pulsar.MESSAGE_SCHEMA)."""
     n = len(payloads)
-    publish = pa.array(np.arange(start_ms, start_ms + n, dtype=np.int64).astype("datetime64[ms]"), pa.timestamp("ms", tz="UTC"))
+    publish = pa.array(
+        np.arange(start_ms, start_ms + n, dtype=np.int64).astype("datetime64[ms]"), pa.timestamp("ms", tz="UTC")
+    )
     return pa.table(
         {
             "payload": payloads,
@@ -155,6 +164,8 @@ def _raw_table(payloads: pa.Array, keys: list[str | None], topic: str, start_ms:
 
 @dataclass
 class Generated:
+    """What :func:`generate` wrote: the two raw topic dumps and the schema ids behind them."""
+
     orders_path: Path
     customers_path: Path
     ids: list[int]
@@ -200,9 +211,7 @@ def generate(registry: Any, out: Path, rows: int, seed: int = 42) -> Generated:
         {
             "name": pa.array([" ".join(rng.choice(_WORDS, 2)).title() for _ in range(n)]),
             "tier": pa.array(rng.choice(["FREE", "PRO", "ENTERPRISE"], n)),
-            "credit": pa.array(
-                [_decimal(int(c)) for c in rng.integers(0, 10_000_000, n)], pa.decimal128(12, 2)
-            ),
+            "credit": pa.array([_decimal(int(c)) for c in rng.integers(0, 10_000_000, n)], pa.decimal128(12, 2)),
         }
     )
     values = wire.frame(Encoder(CUSTOMER_SCHEMA).encode(customers), customer_id, wire.CONFLUENT)
@@ -213,14 +222,14 @@ def generate(registry: Any, out: Path, rows: int, seed: int = 42) -> Generated:
     return Generated(orders_path, customers_path, ids, customer_id, rows_by_id, corrupt, payloads.nbytes)
 
 
-def _decimal(cents: int):
-    import decimal
-
+def _decimal(cents: int) -> decimal.Decimal:
     return decimal.Decimal(cents).scaleb(-2)
 
 
 @dataclass
 class DemoResult:
+    """What :func:`run` did: rows in, rows decoded, bad rows, rows per schema id, decode seconds."""
+
     rows: int
     decoded: int
     errors: int
@@ -231,10 +240,12 @@ class DemoResult:
 
 def _decode_local(raw_path: Path, registry: Any, out_path: Path, dead_path: Path) -> tuple[int, int, dict[int, int]]:
     """The Arrow engine: Parquet batches -> pulsar_codec.decode -> Parquet, bad rows to a dead-letter file."""
-    from .. import decode, wire
+    from .. import wire
+    from ..pipeline import Decoded, MessageDecoder
 
     table = pq.read_table(raw_path)
-    result = decode(table["payload"], registry, protocol=wire.CONFLUENT, on_error="null")
+    result = MessageDecoder(registry, protocol=wire.CONFLUENT, on_error="null").decode(table["payload"])
+    assert isinstance(result, Decoded)  # on_error="null" returns the batch with its errors
     batch, errors = result.batch, result.errors
     bad = np.zeros(len(table), dtype=bool)
     bad[errors["index"].to_numpy()] = True
@@ -247,8 +258,9 @@ def _decode_local(raw_path: Path, registry: Any, out_path: Path, dead_path: Path
     return len(good_rows), int(bad.sum()), counts
 
 
-def _decode_spark(session: Any, raw_path: Path, registry_path: Path, out_path: Path, dead_path: Path,
-                  reader_schema: Any) -> tuple[int, int, dict[int, int], float]:
+def _decode_spark(
+    session: Any, raw_path: Path, registry_path: Path, out_path: Path, dead_path: Path, reader_schema: Any
+) -> tuple[int, int, dict[int, int], float]:
     """The Spark engine: one mapInArrow decode, written once to a staging table, then split into
     the decoded table and the dead-letter table (raw bytes kept)."""
     from pyspark.sql import functions as F
@@ -273,8 +285,6 @@ def _decode_spark(session: Any, raw_path: Path, registry_path: Path, out_path: P
     bad.select("payload", "publish_time", "message_id", "decode_error").write.mode("overwrite").parquet(str(dead_path))
     counts = {int(r["schema_id"]): int(r["count"]) for r in good.groupBy("schema_id").count().collect()}
     n_bad = bad.count()
-    import shutil
-
     shutil.rmtree(staged, ignore_errors=True)
     return sum(counts.values()), n_bad, counts, decode_seconds
 
@@ -291,7 +301,8 @@ def _decode_keyvalue_spark(session: Any, raw_path: Path, registry_path: Path, ou
     decoded = pcs.decode(parts, "value_bytes", registry=LocalRegistry(registry_path))
     result = decoded.select(F.col("key_bytes").cast("string").alias("customer"), "decoded.*")
     result.write.mode("overwrite").parquet(str(out_path))
-    return session.read.parquet(str(out_path)).count()
+    rows: int = session.read.parquet(str(out_path)).count()
+    return rows
 
 
 def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None], progress: bool = True) -> DemoResult:
@@ -313,7 +324,9 @@ def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None]
     bar.step(f"generated {rows:,} order messages + {rows // 10:,} KeyValue messages")
     say(f"pulsar_codec {pc.__version__} (kernels: {pc.BACKEND}), engine: {engine}")
     say(f"registry {registry_path}: orders-value ids {gen.ids}, customers-value id {gen.customer_id}")
-    say(f"raw topic dumps: {gen.orders_path.name} ({gen.payload_bytes / 1e6:.1f} MB of payloads), {gen.customers_path.name}")
+    say(
+        f"raw topic dumps: {gen.orders_path.name} ({gen.payload_bytes / 1e6:.1f} MB of payloads), {gen.customers_path.name}"
+    )
 
     decoded_path = out / "orders-decoded.parquet"
     dead_path = out / "orders-dead-letter.parquet"
@@ -358,7 +371,11 @@ def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None]
     kernel_rate = _kernel_rate(gen.orders_path, registry, ORDER_SCHEMAS[-1])
     say(
         f"  the decode kernels alone, in this process on the same messages: {kernel_rate / 1e6:,.1f}M messages/s"
-        + (" (at this size a Spark job is mostly fixed cost: JVM, Python workers, Parquet)" if engine == "spark" else "")
+        + (
+            " (at this size a Spark job is mostly fixed cost: JVM, Python workers, Parquet)"
+            if engine == "spark"
+            else ""
+        )
     )
     say(f"customers topic (INLINE KeyValue): {customers:,} rows -> {customers_path.name}")
     say(f"total {time.perf_counter() - t0:.1f} s; outputs in {out}")
@@ -366,25 +383,24 @@ def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None]
 
 
 def _kernel_rate(raw_path: Path, registry: Any, reader_schema: Any) -> float:
-    """Messages per second of pulsar_codec.decode alone on the raw column (best of three)."""
-    from .. import decode
+    """Messages per second of one MessageDecoder alone on the raw column (best of three: the first
+    run also fetches the schemas and compiles the plans)."""
+    from ..pipeline import MessageDecoder
 
     payloads = pq.read_table(raw_path, columns=["payload"])["payload"]
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        decode(payloads, registry, reader_schema=reader_schema, on_error="null")
-        best = min(best, time.perf_counter() - start)
-    return len(payloads) / best
+    decoder = MessageDecoder(registry, reader_schema=reader_schema, on_error="null")
+    rows: int = len(payloads)
+    return rows / best_of(lambda: decoder.decode(payloads), 3)
 
 
 def _decode_keyvalue(raw_path: Path, registry: Any, out_path: Path) -> int:
     """INLINE KeyValue messages: split into key and value, decode the Avro value, keep the key."""
-    from .. import decode, keyvalue, wire
+    from .. import keyvalue, wire
+    from ..pipeline import MessageDecoder
 
     table = pq.read_table(raw_path)
     keys, values = keyvalue.split_inline(table["payload"])
-    batch = decode(values, registry, protocol=wire.CONFLUENT)
+    batch = MessageDecoder(registry, protocol=wire.CONFLUENT).decode(values)
     result = pa.Table.from_batches([batch]).add_column(0, "customer", keys.cast(pa.string()))
     pq.write_table(result, out_path)
     return len(result)

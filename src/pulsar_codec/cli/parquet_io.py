@@ -1,7 +1,7 @@
 """Parquet in, Parquet out: the engine behind ``pulsar-codec decode``.
 
-The local engine streams the input in record batches through :func:`pulsar_codec.decode` with
-``on_error="null"``; the Spark engine runs :func:`pulsar_codec.spark.decode` in local mode. Both
+The local engine streams the input in record batches through one
+:class:`~pulsar_codec.pipeline.MessageDecoder` with ``on_error="null"``; the Spark engine runs :func:`pulsar_codec.spark.decode` in local mode. Both
 write the decoded fields plus a ``decode_error`` struct (code, offset, message) per row, and can
 write the bad rows with their raw bytes to a dead-letter file.
 """
@@ -18,10 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import wire
-from ..pipeline import decode, lookup_schema
-from ..formats.avro import Decoder
-from ..formats.avro.schema import to_json
 from ..errors import SchemaError
+from ..pipeline import MessageDecoder
 
 __all__ = ["ERROR_TYPE", "decode_parquet", "newest_schema_id"]
 
@@ -43,17 +41,18 @@ def newest_schema_id(path: str | Path, column: str, protocol: wire.Protocol) -> 
 def _ids_of(messages: pa.Array, protocol: wire.Protocol) -> np.ndarray:
     """Schema ids of the well-framed messages (bad ones are reported later, by the decode pass)."""
     try:
-        return wire.unframe(messages, protocol).schema_ids.drop_null().to_numpy()
+        ids: np.ndarray = wire.unframe(messages, protocol).schema_ids.drop_null().to_numpy()
+        return ids
     except Exception:  # noqa: BLE001 - a bad prefix: fall back to one message at a time
-        ids = []
+        found = []
         for message in messages.to_pylist():
             if message is None:
                 continue
             try:
-                ids.append(protocol.unpack(message)[0])
+                found.append(protocol.unpack(message)[0])
             except Exception:  # noqa: BLE001
                 continue
-        return np.array(ids, dtype=np.int64)
+        return np.array(found, dtype=np.int64)
 
 
 def decode_parquet(
@@ -77,36 +76,54 @@ def decode_parquet(
         raise SchemaError(f"column {column!r} is not in {input_path} (columns: {', '.join(names)})")
     start = time.perf_counter()
     if engine == "spark":
-        stats = _decode_spark(input_path, output_path, registry, column, protocol, reader_schema, dead_letter)
+        result = _decode_spark(input_path, output_path, registry, column, protocol, reader_schema, dead_letter)
     elif engine == "local":
-        stats = _decode_local(input_path, output_path, registry, column, protocol, reader_schema, dead_letter)
+        result = _decode_local(input_path, output_path, registry, column, protocol, reader_schema, dead_letter)
     else:
         raise ValueError(f"unknown engine {engine!r}, expected 'local' or 'spark'")
+    stats: dict[str, Any] = dict(result)
     stats["seconds"] = time.perf_counter() - start
     stats["engine"] = engine
     return stats
 
 
-def _decode_local(input_path, output_path, registry, column, protocol, reader_schema, dead_letter):
+def _decode_local(
+    input_path: Path,
+    output_path: str | Path,
+    registry: Any,
+    column: str,
+    protocol: wire.Protocol,
+    reader_schema: Any,
+    dead_letter: str | Path | None,
+) -> dict[str, Any]:
+    decoder = MessageDecoder(registry, protocol=protocol, reader_schema=reader_schema, on_error="null")
     if reader_schema is None:
+        # one reader for the whole file (every batch must have the same columns): the newest writer
         newest = newest_schema_id(input_path, column, protocol)
         if newest is None:
             raise SchemaError(f"no well-framed message in column {column!r}: cannot pick a reader schema")
-        reader_schema = to_json(lookup_schema(registry, newest))
-    out_schema = Decoder(reader_schema).arrow_schema.append(pa.field("decode_error", ERROR_TYPE))
+        decoder = MessageDecoder(
+            registry, protocol=protocol, reader_schema=decoder.writer_schema(newest), on_error="null"
+        )
+    assert decoder.arrow_schema is not None  # the reader is known now
+    out_schema = decoder.arrow_schema.append(pa.field("decode_error", ERROR_TYPE))
     rows = errors = 0
     with contextlib.ExitStack() as stack:
         writer = stack.enter_context(pq.ParquetWriter(output_path, out_schema))
         dead_writer = None
         for raw in pq.ParquetFile(input_path).iter_batches(batch_size=_BATCH):
             messages = raw.column(raw.schema.get_field_index(column))
-            batch, bad = decode(messages, registry, protocol=protocol, reader_schema=reader_schema, on_error="null")
+            batch, bad = decoder.decode(messages)
             error_column = _error_column(len(batch), bad, rows)
             writer.write_batch(pa.RecordBatch.from_arrays([*batch.columns, error_column], schema=out_schema))
             rows += len(batch)
             errors += len(bad)
             if dead_letter and len(bad):
-                dead = pa.Table.from_batches([raw]).take(bad["index"]).append_column("decode_error", error_column.take(bad["index"]))
+                dead = (
+                    pa.Table.from_batches([raw])
+                    .take(bad["index"])
+                    .append_column("decode_error", error_column.take(bad["index"]))
+                )
                 if dead_writer is None:
                     dead_writer = stack.enter_context(pq.ParquetWriter(dead_letter, dead.schema))
                 dead_writer.write_table(dead)
@@ -126,18 +143,18 @@ def _error_column(n: int, bad: pa.Table, first_row: int = 0) -> pa.Array:
     index = bad["index"].to_numpy()
     position = np.full(n, -1, dtype=np.int64)
     position[index] = np.arange(len(index))
-    messages = [
-        _renumber(text, int(i) + first_row) for text, i in zip(bad["message"].to_pylist(), index)
-    ]
+    messages = [_renumber(text, int(i) + first_row) for text, i in zip(bad["message"].to_pylist(), index)]
     structs = pa.StructArray.from_arrays(
-        [bad["code"].combine_chunks().cast(pa.int32()), bad["offset"].combine_chunks(), pa.array(messages, pa.string())],
+        [
+            bad["code"].combine_chunks().cast(pa.int32()),
+            bad["offset"].combine_chunks(),
+            pa.array(messages, pa.string()),
+        ],
         fields=list(ERROR_TYPE),
     )
     taken = structs.take(pa.array(np.where(position >= 0, position, 0)))
     mask = pa.array(position < 0)
-    return pa.StructArray.from_arrays(
-        [taken.field(i) for i in range(3)], fields=list(ERROR_TYPE), mask=mask
-    )
+    return pa.StructArray.from_arrays([taken.field(i) for i in range(3)], fields=list(ERROR_TYPE), mask=mask)
 
 
 def _renumber(text: str, row: int) -> str:
@@ -147,7 +164,15 @@ def _renumber(text: str, row: int) -> str:
     return f"{head}(message {row}, {tail.split(', ', 1)[1]}" if ", " in tail else text
 
 
-def _decode_spark(input_path, output_path, registry, column, protocol, reader_schema, dead_letter):
+def _decode_spark(
+    input_path: Path,
+    output_path: str | Path,
+    registry: Any,
+    column: str,
+    protocol: wire.Protocol,
+    reader_schema: Any,
+    dead_letter: str | Path | None,
+) -> dict[str, int]:
     from pyspark.sql import functions as F
 
     from .. import spark as pcs

@@ -1,12 +1,8 @@
-"""The pulsar-client side of pulsar_codec: read topics into Arrow, KeyValue and external schemas.
+"""The pulsar-client adapter: KeyValue and external (PIP-420) schemas for the Python client.
 
-Three pieces sit on top of the official Python client (``pulsar-client``, the ``pulsar`` extra):
+Two pieces sit on top of the official Python client (``pulsar-client``, the ``pulsar`` extra); the
+topic reader (``read_batches``) is :mod:`pulsar_codec.pulsar.reader`.
 
-Topic reader
-    :func:`read_batches` walks a topic with a ``Reader`` and yields Arrow RecordBatches of raw
-    messages (:data:`MESSAGE_SCHEMA`); :func:`dump_to_parquet` writes them to a Parquet file. The
-    payload column goes straight into :func:`pulsar_codec.wire.unframe`,
-    :func:`pulsar_codec.keyvalue.split_inline` or an Avro decoder.
 KeyValue schema
     :class:`KeyValueSchema` gives Python producers and consumers Pulsar's KeyValue encodings, which
     the Python client lacks (apache/pulsar-client-python issue #69): INLINE puts
@@ -42,58 +38,24 @@ stamp no schema version, which is exactly the situation PIP-420 addresses.
 
 from __future__ import annotations
 
-import datetime as _dt
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, NamedTuple, Protocol, runtime_checkable
-
-import pyarrow as pa
-
-try:
-    import _pulsar
-    import pulsar as _pulsar_client
-except ImportError as _exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "pulsar_codec.pulsar needs the Pulsar Python client: pip install 'pulsar-codec[pulsar]' "
-        f"(import failed: {_exc})"
-    ) from _exc
 
 from .. import keyvalue as _kv
 from ..errors import EncodeError, SchemaError
 from ..keyvalue import KeyValueEncodingType
+from ._sdk import check_key_encoding
+from ._sdk import native as _pulsar
+from ._sdk import pulsar as _pulsar_client
+from .schema_info import SchemaInfo, SchemaType, encode_keyvalue_schema_info
 
 __all__ = [
-    "MESSAGE_SCHEMA",
     "ExternalSchema",
     "ExternalSchemaAdapter",
     "KeyValue",
     "KeyValueEncodingType",
     "KeyValueSchema",
-    "dump_to_parquet",
-    "keyvalue_columns",
-    "read_batches",
     "send_keyvalue",
 ]
-
-#: Arrow schema of the batches :func:`read_batches` yields.
-MESSAGE_SCHEMA = pa.schema(
-    [
-        pa.field("payload", pa.binary()),  # null for a null-value (tombstone) message
-        pa.field("key", pa.string()),  # the partition key as the client gives it; null when absent or empty
-        pa.field("key_bytes", pa.binary()),  # the key's bytes, Base64-decoded with key_encoding="base64"
-        pa.field("properties", pa.map_(pa.string(), pa.string()), nullable=False),
-        pa.field("publish_time", pa.timestamp("ms", tz="UTC"), nullable=False),
-        pa.field("event_time", pa.timestamp("ms", tz="UTC")),  # null when the producer set none (0)
-        pa.field("message_id", pa.binary(), nullable=False),  # MessageId.serialize(); see MessageId.deserialize
-        pa.field("topic", pa.string(), nullable=False),
-        pa.field("schema_version", pa.int64()),  # broker-assigned schema version; null when absent
-        pa.field("redelivery_count", pa.int32(), nullable=False),
-    ]
-)
-
-_KEY_ENCODINGS = ("raw", "base64")
-# SchemaTypes whose SchemaInfo carries no schema data in Java (KeyValueSchemaInfo writes length 0)
-_PRIMITIVE_TYPES = frozenset({"NONE", "BYTES", "STRING", "INT8", "INT16", "INT32", "INT64", "FLOAT", "DOUBLE"})
 
 
 # -- KeyValue -------------------------------------------------------------------------------------
@@ -115,12 +77,6 @@ class _Encoded:
         self.payload = payload
 
 
-def _check_key_encoding(key_encoding: str) -> str:
-    if key_encoding not in _KEY_ENCODINGS:
-        raise ValueError(f"key_encoding must be one of {_KEY_ENCODINGS}, got {key_encoding!r}")
-    return key_encoding
-
-
 def _encoded_bytes(schema: Any, obj: Any, what: str) -> bytes | None:
     if obj is None:
         return None
@@ -132,11 +88,7 @@ def _encoded_bytes(schema: Any, obj: Any, what: str) -> bytes | None:
     return data
 
 
-def _schema_type_name(schema: Any) -> str:
-    return schema.schema_info().schema_type().name
-
-
-class KeyValueSchema(_pulsar_client.schema.Schema):
+class KeyValueSchema(_pulsar_client.schema.Schema):  # type: ignore[misc]  # pulsar-client is untyped
     """Pulsar's KeyValue schema for the Python client.
 
     Parameters
@@ -190,12 +142,13 @@ class KeyValueSchema(_pulsar_client.schema.Schema):
         self.key_schema = key_schema
         self.value_schema = value_schema
         self.encoding = KeyValueEncodingType.parse(encoding)
-        self.key_encoding = _check_key_encoding(key_encoding)
+        self.key_encoding = check_key_encoding(key_encoding)
         self.convention = convention
         self.name = name
 
     @property
     def separated(self) -> bool:
+        """True for the SEPARATED encoding (the key travels as the partition key)."""
         return self.encoding == KeyValueEncodingType.SEPARATED
 
     def __str__(self) -> str:
@@ -205,7 +158,7 @@ class KeyValueSchema(_pulsar_client.schema.Schema):
 
     # -- what Java would register --
 
-    def java_schema_info(self):
+    def java_schema_info(self) -> SchemaInfo:
         """The ``KEY_VALUE`` SchemaInfo a Java client registers for this schema.
 
         Schema data is the INLINE layout of the sub-schemas' schema data (empty for primitive
@@ -214,17 +167,16 @@ class KeyValueSchema(_pulsar_client.schema.Schema):
 
         Returns
         -------
-        pulsar_codec.pulsar_types.SchemaInfo
+        pulsar_codec.pulsar.schema_info.SchemaInfo
         """
-        from .. import pulsar_types as pt
-
         parts = []
         for sub in (self.key_schema, self.value_schema):
             info = sub.schema_info()
-            type_name = info.schema_type().name
-            data = b"" if type_name in _PRIMITIVE_TYPES else info.schema().encode("utf-8")
-            parts.append(pt.SchemaInfo(info.name(), type_name, data))
-        return pt.encode_keyvalue_schema_info(parts[0], parts[1], self.encoding, name=self.name)
+            schema_type = SchemaType.from_name(info.schema_type().name)
+            # a primitive sub-schema has no schema data in Java (KeyValueSchemaInfo writes length 0)
+            data = b"" if schema_type.is_primitive else info.schema().encode("utf-8")
+            parts.append(SchemaInfo(info.name(), schema_type, data))
+        return encode_keyvalue_schema_info(parts[0], parts[1], self.encoding, name=self.name)
 
     # -- encoding --
 
@@ -355,6 +307,7 @@ def send_keyvalue(
         if "partition_key" in send_kwargs:
             raise TypeError("a SEPARATED KeyValue's key is its partition key; do not pass partition_key")
         send_kwargs["partition_key"] = partition_key
+    content: bytes | _Encoded | None
     if payload is None:
         content = None
     elif isinstance(producer_schema, KeyValueSchema):
@@ -371,19 +324,6 @@ def send_keyvalue(
     return producer.send(content, **send_kwargs)
 
 
-def keyvalue_columns(batch: pa.RecordBatch, encoding: Any, *, convention: str = _kv.JAVA) -> tuple[pa.Array, pa.Array]:
-    """Key and value bytes of every message in a :func:`read_batches` batch.
-
-    INLINE splits the payload column (:func:`pulsar_codec.keyvalue.split_inline`); SEPARATED
-    returns the ``key_bytes`` column (read it with ``key_encoding="base64"`` for Java producers)
-    and the payload column. Null where a part is null.
-    """
-    enc = KeyValueEncodingType.parse(encoding)
-    if enc == KeyValueEncodingType.SEPARATED:
-        return batch.column("key_bytes"), batch.column("payload")
-    return _kv.split_inline(batch.column("payload"), convention=convention)
-
-
 # -- external schemas (PIP-420) -------------------------------------------------------------------
 
 
@@ -398,12 +338,16 @@ class ExternalSchema(Protocol):
     so the schema reads it from the payload prefix.
     """
 
-    def encode(self, topic: str | None, value: Any) -> Any: ...
+    def encode(self, topic: str | None, value: Any) -> Any:
+        """An ``EncodeData``-like object (``.data``, ``.schema_id``) for one value."""
+        ...
 
-    def decode(self, topic: str | None, data: bytes, schema_id: bytes | None) -> Any: ...
+    def decode(self, topic: str | None, data: bytes, schema_id: bytes | None) -> Any:
+        """The value of one payload; ``schema_id`` None means "read it from the payload"."""
+        ...
 
 
-class ExternalSchemaAdapter(_pulsar_client.schema.Schema):
+class ExternalSchemaAdapter(_pulsar_client.schema.Schema):  # type: ignore[misc]  # pulsar-client is untyped
     """Use an external (registry-backed) schema with the Python client's producers and consumers.
 
     Parameters
@@ -443,6 +387,13 @@ class ExternalSchemaAdapter(_pulsar_client.schema.Schema):
     __repr__ = __str__
 
     def encode(self, obj: Any) -> bytes:
+        """The payload for ``obj``: ``EncodeData.data`` (framed); its schema id goes to :attr:`last_schema_id`.
+
+        Raises
+        ------
+        EncodeError
+            The external schema returned something other than an ``EncodeData`` with bytes data.
+        """
         encoded = self.external_schema.encode(self.topic, obj)
         try:
             data, schema_id = encoded.data, encoded.schema_id
@@ -459,9 +410,11 @@ class ExternalSchemaAdapter(_pulsar_client.schema.Schema):
         return data
 
     def decode(self, data: bytes) -> Any:
+        """The value of one payload, decoded for :attr:`topic` with the id read from the payload."""
         return self.external_schema.decode(self.topic, data, None)
 
     def decode_message(self, msg: Any) -> Any:
+        """The value of a received message, for the message's own topic; None for a null value."""
         if msg.has_null_value():
             return None
         topic = msg.topic_name() or self.topic
@@ -472,382 +425,3 @@ class ExternalSchemaAdapter(_pulsar_client.schema.Schema):
         close = getattr(self.external_schema, "close", None)
         if callable(close):
             close()
-
-
-# -- topic reader ---------------------------------------------------------------------------------
-
-
-class _Columns:
-    """Column lists for one batch of messages."""
-
-    def __init__(self, key_encoding: str) -> None:
-        self.key_encoding = key_encoding
-        self.clear()
-
-    def clear(self) -> None:
-        self.payload: list = []
-        self.key: list = []
-        self.properties: list = []
-        self.publish: list = []
-        self.event: list = []
-        self.ids: list = []
-        self.topic: list = []
-        self.version: list = []
-        self.redelivery: list = []
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def add(self, msg: Any) -> None:
-        self.payload.append(None if msg.has_null_value() else msg.data())
-        self.key.append(msg.partition_key() or None)
-        props = msg.properties()
-        self.properties.append(list(props.items()) if props else [])
-        self.publish.append(msg.publish_timestamp())
-        event = msg.event_timestamp()
-        self.event.append(event if event else None)
-        self.ids.append(msg.message_id().serialize())
-        self.topic.append(msg.topic_name())
-        raw = getattr(msg, "_message", None)  # the _pulsar.Message behind pulsar.Message
-        version = raw.int_schema_version() if raw is not None and hasattr(raw, "int_schema_version") else -1
-        self.version.append(None if version < 0 else version)
-        self.redelivery.append(msg.redelivery_count())
-
-    def flush(self) -> pa.RecordBatch:
-        keys = pa.array(self.key, pa.string())
-        if self.key_encoding == "base64":
-            key_bytes = _kv.decode_partition_keys(keys, True)
-        else:
-            key_bytes = keys.cast(pa.binary())
-        ts = pa.timestamp("ms", tz="UTC")
-        batch = pa.RecordBatch.from_arrays(
-            [
-                pa.array(self.payload, pa.binary()),
-                keys,
-                key_bytes,
-                pa.array(self.properties, MESSAGE_SCHEMA.field("properties").type),
-                pa.array(self.publish, pa.int64()).cast(ts),
-                pa.array(self.event, pa.int64()).cast(ts),
-                pa.array(self.ids, pa.binary()),
-                pa.array(self.topic, pa.string()),
-                pa.array(self.version, pa.int64()),
-                pa.array(self.redelivery, pa.int32()),
-            ],
-            schema=MESSAGE_SCHEMA,
-        )
-        self.clear()
-        return batch
-
-
-def _timestamp_ms(value: Any, what: str) -> int:
-    if isinstance(value, _dt.datetime):
-        if value.tzinfo is None:
-            raise ValueError(f"{what} datetime must be timezone-aware")
-        return int(value.timestamp() * 1000)
-    return int(value)
-
-
-def _message_id(value: Any) -> Any:
-    if isinstance(value, _pulsar_client.MessageId):
-        return value._msg_id
-    if isinstance(value, _pulsar.MessageId):
-        return value
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return _pulsar.MessageId.deserialize(bytes(value))
-    return None
-
-
-def _start_position(start: Any) -> tuple[Any, int | None]:
-    """``(message id to create the reader at, publish time to seek to or None)``."""
-    if isinstance(start, str):
-        if start == "earliest":
-            return _pulsar.MessageId.earliest, None
-        if start == "latest":
-            return _pulsar.MessageId.latest, None
-        raise ValueError(f"start must be 'earliest', 'latest', a message id, or a publish time; got {start!r}")
-    msg_id = _message_id(start)
-    if msg_id is not None:
-        return msg_id, None
-    if isinstance(start, (int, _dt.datetime)) and not isinstance(start, bool):
-        return _pulsar.MessageId.earliest, _timestamp_ms(start, "start")
-    raise TypeError(f"unsupported start position {type(start).__name__}")
-
-
-class _End:
-    """When to stop: at the end of the topic, after a message id, at a publish time, or never."""
-
-    def __init__(self, end: Any) -> None:
-        self.follow = end is None
-        self.id = None
-        self.time = None
-        self.partitions = 1
-        self._late: set[str] = set()
-        if end is None or (isinstance(end, str) and end == "latest"):
-            return
-        msg_id = _message_id(end)
-        if msg_id is not None:
-            self.id = msg_id
-        elif isinstance(end, (int, _dt.datetime)) and not isinstance(end, bool):
-            self.time = _timestamp_ms(end, "end")
-        else:
-            raise ValueError(f"end must be 'latest', None, a message id or a publish time; got {end!r}")
-
-    def past(self, msg: Any) -> bool:
-        """True if ``msg`` lies past the end (after the end id, or at/after the end time): not returned."""
-        if self.time is not None:
-            if msg.publish_timestamp() < self.time:
-                return False
-            self._late.add(msg.topic_name())
-            return True
-        return self.id is not None and self.id < msg.message_id()
-
-    def finished(self) -> bool:
-        """After a message :meth:`past` the end: True if nothing later can be inside the range.
-
-        Partitions are interleaved, so a time bound is done only once every partition has gone
-        past it (or the topic ends); publish times are taken as ordered within a partition.
-        """
-        return self.time is None or len(self._late) >= self.partitions
-
-    def reached(self, msg: Any) -> bool:
-        """True if ``msg`` is the last message to return (the end id itself)."""
-        return self.id is not None and not (msg.message_id() < self.id)
-
-
-_PROBE_MS = 500
-
-
-def _first_after_seek(reader: Any, timeout_ms: int) -> Any:
-    """The first message after a seek by publish time, or None if none arrives.
-
-    After such a seek the C++ client answers ``has_message_available`` from the subscription's
-    mark-delete position in the broker's reply; brokers that omit it (pulsar-lite) get a false
-    "no". pulsar-lite also sometimes stops dispatching after a seek that raced with the first
-    delivery. So a "no" is confirmed with a short read, and None sends the caller to a scan.
-    """
-    try:
-        available = reader.has_message_available()
-    except _pulsar_client.UnknownError:
-        available = False
-    try:
-        return reader.read_next(timeout_ms if available else min(timeout_ms, _PROBE_MS))
-    except _pulsar_client.Timeout:
-        return None
-
-
-def _next_bounded(reader: Any, topic: str, timeout_ms: int, *, probe: bool) -> Any:
-    """The next message of a bounded read, or None at the end of the topic.
-
-    ``has_message_available`` asks the broker for the last message id. Some brokers cannot answer
-    that for a topic without messages (pulsar-lite replies with an error); for the first message
-    of a read (``probe``) that error is settled with a short ``read_next``.
-    """
-    try:
-        available = reader.has_message_available()
-    except _pulsar_client.UnknownError:
-        if not probe:
-            raise
-        try:
-            return reader.read_next(min(timeout_ms, _PROBE_MS))
-        except _pulsar_client.Timeout:
-            return None
-    if not available:
-        return None
-    try:
-        return reader.read_next(timeout_ms)
-    except _pulsar_client.Timeout:
-        raise TimeoutError(
-            f"no message from {topic} within {timeout_ms} ms although the broker reported one available"
-        ) from None
-
-
-def _client_for(client_or_url: Any, client_options: dict | None) -> tuple[Any, bool]:
-    if isinstance(client_or_url, str):
-        options = {"logger": _pulsar_client.ConsoleLogger(_pulsar.LoggerLevel.Warn)}
-        options.update(client_options or {})
-        return _pulsar_client.Client(client_or_url, **options), True
-    if client_options:
-        raise TypeError("client_options apply only when a service URL is given")
-    return client_or_url, False
-
-
-def read_batches(
-    client_or_url: Any,
-    topic: str,
-    *,
-    batch_size: int = 10_000,
-    start: Any = "earliest",
-    end: Any = "latest",
-    start_inclusive: bool = False,
-    timeout_ms: int = 30_000,
-    key_encoding: str = "raw",
-    limit: int | None = None,
-    receiver_queue_size: int = 1000,
-    client_options: dict | None = None,
-) -> Iterator[pa.RecordBatch]:
-    """Read a topic's raw messages as Arrow RecordBatches (schema :data:`MESSAGE_SCHEMA`).
-
-    Parameters
-    ----------
-    client_or_url : pulsar.Client or str
-        A client, or a service URL (``pulsar://host:6650``) for a client that is created here and
-        closed when the iterator ends.
-    topic : str
-    batch_size : int
-        Messages per batch (the last batch may be shorter).
-    start : "earliest", "latest", message id, int or datetime
-        Where to begin: a ``pulsar.MessageId`` / ``_pulsar.MessageId`` or its ``serialize()`` bytes
-        (the ``message_id`` column), or a publish time (epoch milliseconds or an aware datetime):
-        the reader seeks to the first message published at or after it. If no message arrives
-        after that seek (nothing that late, or a broker whose seek is unreliable, as pulsar-lite's
-        is), and always on partitioned topics, the topic is scanned from the beginning and
-        earlier messages are skipped.
-    end : "latest", None, message id, int or datetime
-        ``"latest"``: stop when the reader has caught up with the topic (``has_message_available``).
-        A message id: stop after that message. A publish time: only messages published before it,
-        stopping once every partition has reached it. Bounded reads also stop at the end of the
-        topic. ``None``: follow the topic forever, yielding a partial batch whenever ``timeout_ms``
-        passes without a message.
-    start_inclusive : bool
-        With a message-id ``start``, include that message (Pulsar's default is to start after it).
-    timeout_ms : int
-        How long to wait for one message the broker says is available (bounded reads raise
-        ``TimeoutError`` past it), or the idle time before a partial batch (``end=None``).
-    key_encoding : {"raw", "base64"}
-        How ``key_bytes`` is derived from the partition key: its UTF-8 bytes, or Base64-decoded
-        (keys of Java SEPARATED-KeyValue producers and of :func:`send_keyvalue`). The Python
-        client cannot see the ``partition_key_b64_encoded`` flag, hence the option.
-    limit : int, optional
-        Stop after this many messages.
-    receiver_queue_size : int
-        The reader's prefetch queue.
-    client_options : dict, optional
-        Keyword arguments for ``pulsar.Client`` when a URL is given.
-
-    Yields
-    ------
-    pa.RecordBatch
-
-    Raises
-    ------
-    TimeoutError
-        A bounded read did not receive a message the broker reported as available.
-    KeyValueFormatError
-        ``key_encoding="base64"`` and a partition key is not Base64 (index = row in the batch).
-
-    Notes
-    -----
-    A partitioned topic is read across all its partitions (the client's multi-topic reader): the
-    ``topic`` column names the partition, and order is kept within a partition only. Message-id
-    bounds name a position in one partition, so on partitioned topics bound reads by publish time.
-    Publish times are stamped by producers, so time bounds assume their clocks roughly agree.
-    """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    if limit is not None and limit < 0:
-        raise ValueError(f"limit must be None or >= 0, got {limit}")
-    _check_key_encoding(key_encoding)
-    start_id, seek_time = _start_position(start)
-    stop = _End(end)
-    client, owned = _client_for(client_or_url, client_options)
-    reader = None
-    try:
-        partitions = 1
-        if stop.time is not None or seek_time is not None:
-            partitions = len(client.get_topic_partitions(topic))
-        stop.partitions = partitions
-        reader = client.create_reader(
-            topic, start_id, receiver_queue_size=receiver_queue_size, start_message_id_inclusive=start_inclusive
-        )
-        pending = None  # a message already read while positioning
-        # brokers do not always honour a seek by time (pulsar-lite may ignore one past the last
-        # message), so messages published before the start are also dropped here
-        skip_before = seek_time
-        # a seek by time on a multi-partition reader cannot be verified partition by partition:
-        # there the publish-time filter alone positions the read
-        if seek_time is not None and partitions == 1:
-            reader.seek(seek_time)
-            pending = _first_after_seek(reader, timeout_ms)
-            if pending is None:
-                reader.close()
-                reader = client.create_reader(
-                    topic, _pulsar.MessageId.earliest, receiver_queue_size=receiver_queue_size
-                )
-        columns = _Columns(key_encoding)
-        count = 0
-        while limit is None or count < limit:
-            if pending is not None:
-                msg, pending = pending, None
-            elif stop.follow:
-                try:
-                    msg = reader.read_next(timeout_ms)
-                except _pulsar_client.Timeout:
-                    if len(columns):
-                        yield columns.flush()
-                    continue
-            else:
-                msg = _next_bounded(reader, topic, timeout_ms, probe=count == 0)
-                if msg is None:
-                    break
-            if skip_before is not None and msg.publish_timestamp() < skip_before:
-                continue
-            if stop.past(msg):
-                if stop.finished():
-                    break
-                continue
-            columns.add(msg)
-            count += 1
-            if len(columns) >= batch_size:
-                yield columns.flush()
-            if stop.reached(msg):
-                break
-        if len(columns):
-            yield columns.flush()
-    finally:
-        try:
-            if reader is not None:
-                reader.close()
-        finally:
-            if owned:
-                client.close()
-
-
-def dump_to_parquet(
-    client_or_url: Any,
-    topic: str,
-    path: str | Path,
-    *,
-    compression: str = "zstd",
-    **read_options: Any,
-) -> int:
-    """Write a topic's raw messages to a Parquet file (schema :data:`MESSAGE_SCHEMA`).
-
-    Parameters
-    ----------
-    client_or_url : pulsar.Client or str
-        As in :func:`read_batches`.
-    topic : str
-    path : str or Path
-        The Parquet file; written even when no message is read (zero rows).
-    compression : str
-        Parquet codec (``"zstd"``, ``"snappy"``, ``"none"``, ...).
-    **read_options
-        Passed to :func:`read_batches` (``start``, ``end``, ``batch_size``, ``key_encoding``,
-        ``limit``, ``timeout_ms``, ...). ``end=None`` (follow) is refused: a dump is bounded.
-
-    Returns
-    -------
-    int
-        Number of messages written.
-    """
-    import pyarrow.parquet as pq
-
-    if "end" in read_options and read_options["end"] is None:
-        raise ValueError("dump_to_parquet reads a bounded range; end=None (follow) is not allowed")
-    rows = 0
-    with pq.ParquetWriter(str(path), MESSAGE_SCHEMA, compression=compression) as writer:
-        for batch in read_batches(client_or_url, topic, **read_options):
-            writer.write_batch(batch)
-            rows += batch.num_rows
-    return rows
-

@@ -9,16 +9,30 @@
 Every registry offers ``register``, ``get_schema``, ``get_latest``, ``get_version``, ``lookup``,
 ``list_subjects``, ``list_versions``, ``delete_subject``, ``delete_version``,
 ``check_compatibility``, ``get_compatibility`` / ``set_compatibility`` (see :class:`Registry`).
+
+:class:`RegistryConfig` is the picklable recipe of a client (``RegistryConfig.of(client)``,
+``config.build()``); :func:`fetch_schema` reads one schema id from any registry or Mapping.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .base import RegisteredSchema, Registry
+from .base import RegisteredSchema, Registry, schema_text
+from .config import RegistryConfig
 from .local import LocalRegistry
+from .lookup import FetchedSchema, fetch_schema
 
-__all__ = ["ConfluentRegistry", "LocalRegistry", "RegisteredSchema", "Registry"]
+__all__ = [
+    "ConfluentRegistry",
+    "FetchedSchema",
+    "LocalRegistry",
+    "RegisteredSchema",
+    "Registry",
+    "RegistryConfig",
+    "fetch_schema",
+    "schema_text",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import abc
+import json
 from dataclasses import dataclass
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 from ..compat import CompatibilityResult, Strategy
 from ..errors import RegistryError, SchemaNotFoundError
@@ -16,7 +18,9 @@ __all__ = [
     "Registry",
     "ErrorCodes",
     "not_found",
+    "parse_version",
     "schema_text",
+    "soft_delete_error",
 ]
 
 SCHEMA_TYPES = ("AVRO", "JSON", "PROTOBUF")
@@ -55,8 +59,6 @@ def soft_delete_error(message: str, error_code: int) -> RegistryError:
 
 def schema_text(schema: Any) -> str:
     """Schema text from a str, bytes, dict/list (serialised as JSON) or an object with ``.schema``."""
-    import json
-
     if isinstance(schema, RegisteredSchema):
         return schema.schema
     if isinstance(schema, (bytes, bytearray, memoryview)):
@@ -178,13 +180,15 @@ class Registry(abc.ABC):
     def delete_compatibility(self, subject: str) -> None:
         """Remove a subject's level so the global one applies."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - not abstract: a registry without connections has nothing to release
         """Release connections; the registry is unusable afterwards."""
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         self.close()
 
 

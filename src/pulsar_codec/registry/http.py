@@ -10,16 +10,20 @@ import logging
 import os
 import random
 import ssl
-import threading
 import time
-from collections import OrderedDict
-from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from .. import compat
+from .._cache import LRU
 from ..compat import CompatibilityResult, Incompatibility, Strategy
 from ..errors import IncompatibleSchemaError, RegistryError, SchemaError
 from .base import ErrorCodes, RegisteredSchema, Registry, not_found, schema_text
+from .config import RegistryConfig
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["ConfluentRegistry"]
 
@@ -31,46 +35,16 @@ _RETRY_STATUS = frozenset({500, 502, 503, 504})
 _NOT_FOUND = frozenset({ErrorCodes.SUBJECT_NOT_FOUND, ErrorCodes.VERSION_NOT_FOUND, ErrorCodes.SCHEMA_NOT_FOUND})
 
 
-def _httpx():
+# what a TLS option may be: a flag, a CA bundle path or a ready context
+TLSVerify = bool | str | os.PathLike[str] | ssl.SSLContext
+
+
+def _require_httpx() -> None:
+    """Raise an ImportError naming the extra that brings httpx when it is missing."""
     try:
-        import httpx
+        import httpx  # noqa: F401
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("ConfluentRegistry needs the 'registry' extra: pip install 'pulsar-codec[registry]'") from exc
-    return httpx
-
-
-class _LRU:
-    """A small thread-safe LRU mapping."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.data: OrderedDict = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, key):
-        with self.lock:
-            value = self.data.get(key)
-            if value is not None:
-                self.data.move_to_end(key)
-            return value
-
-    def put(self, key, value) -> None:
-        if self.size <= 0:
-            return
-        with self.lock:
-            self.data[key] = value
-            self.data.move_to_end(key)
-            while len(self.data) > self.size:
-                self.data.popitem(last=False)
-
-    def drop(self, predicate) -> None:
-        with self.lock:
-            for key in [k for k in self.data if predicate(k)]:
-                del self.data[key]
-
-    def clear(self) -> None:
-        with self.lock:
-            self.data.clear()
 
 
 def _split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
@@ -78,8 +52,6 @@ def _split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
     parts = urlsplit(url)
     if parts.username is None:
         return url.rstrip("/"), None
-    from urllib.parse import unquote
-
     host = parts.hostname or ""
     if ":" in host:
         host = f"[{host}]"
@@ -88,7 +60,7 @@ def _split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
     return clean, (unquote(parts.username), unquote(parts.password or ""))
 
 
-def _ssl_context(verify: bool | str | os.PathLike | ssl.SSLContext, cert) -> bool | ssl.SSLContext:
+def _ssl_context(verify: TLSVerify, cert: Any) -> bool | ssl.SSLContext:
     if isinstance(verify, ssl.SSLContext):
         ctx = verify
     elif verify is False:
@@ -157,11 +129,13 @@ class ConfluentRegistry(Registry):
         retries: int = 3,
         backoff: float = 0.2,
         max_backoff: float = 5.0,
-        verify: bool | str | os.PathLike | ssl.SSLContext = True,
+        verify: TLSVerify = True,
         cert: Any = None,
         cache_size: int = 1000,
     ) -> None:
-        httpx = _httpx()
+        _require_httpx()
+        import httpx
+
         self.url, url_auth = _split_userinfo(url)
         auth = auth or url_auth
         if auth is not None and token is not None:
@@ -174,15 +148,28 @@ class ConfluentRegistry(Registry):
         self.retries = max(int(retries), 0)
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
-        self._client = httpx.Client(
+        self._client: httpx.Client = httpx.Client(
             base_url=self.url,
-            auth=_auth(httpx, auth, token),
+            auth=_auth(auth, token),
             timeout=httpx.Timeout(connect=connect, read=read, write=read, pool=connect),
             verify=_ssl_context(verify, cert),
             headers={"Accept": _ACCEPT},
         )
-        self._by_id = _LRU(cache_size)
-        self._by_schema = _LRU(cache_size)
+        self._by_id: LRU[int, RegisteredSchema] = LRU(cache_size)
+        self._by_schema: LRU[tuple[str, str], int] = LRU(cache_size)
+        # what this client was built from, so it can be rebuilt elsewhere (RegistryConfig.of)
+        self.config = RegistryConfig(
+            url=url,
+            auth=auth,
+            token=token,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            verify=verify,
+            cert=cert,
+            cache_size=cache_size,
+        )
 
     def __repr__(self) -> str:
         auth = f", auth={self._auth_kind!r}" if self._auth_kind else ""
@@ -199,8 +186,9 @@ class ConfluentRegistry(Registry):
 
     # ---------------------------------------------------------------------------- transport
 
-    def _request(self, method: str, path: str, *, params: dict | None = None, body: Any = None) -> Any:
-        httpx = _httpx()
+    def _request(self, method: str, path: str, *, params: dict[str, str] | None = None, body: Any = None) -> Any:
+        import httpx  # loaded by the constructor
+
         headers = {"Content-Type": _CONTENT_TYPE} if body is not None else None
         attempts = self.retries + 1
         for attempt in range(1, attempts + 1):
@@ -245,9 +233,10 @@ class ConfluentRegistry(Registry):
         )
         time.sleep(delay)
 
-    def _error(self, method: str, path: str, response, attempts: int) -> Exception:
+    def _error(self, method: str, path: str, response: httpx.Response, attempts: int) -> Exception:
         status = response.status_code
-        code, message = None, None
+        code: Any = None
+        message: Any = None
         try:
             body = response.json()
             if isinstance(body, dict):
@@ -263,13 +252,13 @@ class ConfluentRegistry(Registry):
         if status == 404 and code in _NOT_FOUND:
             return not_found(message, code)
         if status == 409 or code == ErrorCodes.INCOMPATIBLE_SCHEMA:
-            exc = IncompatibleSchemaError(message, reasons=[message])
-            exc.status, exc.error_code = status, code
-            return exc
+            incompatible = IncompatibleSchemaError(message, reasons=[message])
+            incompatible.status, incompatible.error_code = status, code
+            return incompatible
         if code == ErrorCodes.INVALID_SCHEMA:
-            exc = SchemaError(message)
-            exc.status, exc.error_code = status, code
-            return exc
+            invalid = SchemaError(message)
+            invalid.status, invalid.error_code = status, code
+            return invalid
         suffix = f" after {attempts} attempt(s)" if status in _RETRY_STATUS else ""
         return RegistryError(f"{where}: {message} (HTTP {status}){suffix}", status=status, error_code=code)
 
@@ -295,20 +284,21 @@ class ConfluentRegistry(Registry):
             return f"{schema_type}\n{schema}"
 
     @staticmethod
-    def _body(schema: str, schema_type: str) -> dict:
+    def _body(schema: str, schema_type: str) -> dict[str, str]:
         body = {"schema": schema}
         if schema_type != "AVRO":
             body["schemaType"] = schema_type
         return body
 
     @staticmethod
-    def _entity(data: dict, subject: str | None = None) -> RegisteredSchema:
+    def _entity(data: dict[str, Any], subject: str | None = None) -> RegisteredSchema:
+        version = data.get("version")
         return RegisteredSchema(
             int(data["id"]),
-            data["schema"],
-            (data.get("schemaType") or "AVRO").upper(),
+            str(data["schema"]),
+            str(data.get("schemaType") or "AVRO").upper(),
             data.get("subject", subject),
-            data.get("version"),
+            None if version is None else int(version),
         )
 
     def _forget_subject(self, subject: str) -> None:
@@ -317,6 +307,7 @@ class ConfluentRegistry(Registry):
     # ---------------------------------------------------------------------------- operations
 
     def register(self, subject: str, schema: Any, schema_type: str = "AVRO") -> int:
+        """Register ``schema`` under ``subject`` and return its id (cached per subject and schema)."""
         text, schema_type = schema_text(schema), (schema_type or "AVRO").upper()
         key = (subject, self._key(text, schema_type))
         cached = self._by_schema.get(key)
@@ -328,26 +319,29 @@ class ConfluentRegistry(Registry):
         return schema_id
 
     def get_schema(self, schema_id: int) -> RegisteredSchema:
+        """The schema with this global id (cached: ids never change their schema)."""
         schema_id = int(schema_id)
         cached = self._by_id.get(schema_id)
         if cached is not None:
             return cached
         data = self._request("GET", f"/schemas/ids/{schema_id}")
-        got = RegisteredSchema(schema_id, data["schema"], (data.get("schemaType") or "AVRO").upper())
-        self._by_id.put(schema_id, got)
-        return got
+        got = RegisteredSchema(schema_id, str(data["schema"]), str(data.get("schemaType") or "AVRO").upper())
+        return self._by_id.put(schema_id, got)
 
     def get_schema_versions(self, schema_id: int, deleted: bool = False) -> list[tuple[str, int]]:
+        """The (subject, version) pairs that use this schema id."""
         params = {"deleted": "true"} if deleted else None
         data = self._request("GET", f"/schemas/ids/{int(schema_id)}/versions", params=params)
-        return [(item["subject"], int(item["version"])) for item in data]
+        return [(str(item["subject"]), int(item["version"])) for item in data]
 
     def get_version(self, subject: str, version: int | str = "latest", deleted: bool = False) -> RegisteredSchema:
+        """One version of a subject (``"latest"`` or ``-1``: the newest)."""
         params = {"deleted": "true"} if deleted else None
         path = f"/subjects/{self._subject(subject)}/versions/{self._version(version)}"
         return self._entity(self._request("GET", path, params=params), subject)
 
     def lookup(self, subject: str, schema: Any, schema_type: str = "AVRO", deleted: bool = False) -> RegisteredSchema:
+        """The version of ``subject`` holding ``schema`` (the registry compares them)."""
         text, schema_type = schema_text(schema), (schema_type or "AVRO").upper()
         params = {"deleted": "true"} if deleted else None
         data = self._request(
@@ -359,15 +353,20 @@ class ConfluentRegistry(Registry):
         return found
 
     def list_subjects(self, deleted: bool = False) -> list[str]:
-        return sorted(self._request("GET", "/subjects", params={"deleted": "true"} if deleted else None))
+        """Subject names, sorted."""
+        return sorted(
+            str(s) for s in self._request("GET", "/subjects", params={"deleted": "true"} if deleted else None)
+        )
 
     def list_versions(self, subject: str, deleted: bool = False) -> list[int]:
+        """Version numbers of a subject, ascending."""
         params = {"deleted": "true"} if deleted else None
         return sorted(
             int(v) for v in self._request("GET", f"/subjects/{self._subject(subject)}/versions", params=params)
         )
 
     def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
+        """Soft-delete a subject's versions (``permanent=True``: remove them, after a soft delete)."""
         params = {"permanent": "true"} if permanent else None
         try:
             return [int(v) for v in self._request("DELETE", f"/subjects/{self._subject(subject)}", params=params)]
@@ -375,6 +374,7 @@ class ConfluentRegistry(Registry):
             self._forget_subject(subject)
 
     def delete_version(self, subject: str, version: int | str, permanent: bool = False) -> int:
+        """Soft-delete one version (``permanent=True``: remove it, after a soft delete)."""
         params = {"permanent": "true"} if permanent else None
         path = f"/subjects/{self._subject(subject)}/versions/{self._version(version)}"
         try:
@@ -385,6 +385,8 @@ class ConfluentRegistry(Registry):
     def check_compatibility(
         self, subject: str, schema: Any, version: int | str | None = "latest", schema_type: str = "AVRO"
     ) -> CompatibilityResult:
+        """The registry's verdict on ``schema`` against one version (``None``: the versions the
+        subject's level asks for); its messages become the reasons."""
         text, schema_type = schema_text(schema), (schema_type or "AVRO").upper()
         path = f"/compatibility/subjects/{self._subject(subject)}/versions"
         if version is not None:
@@ -396,37 +398,40 @@ class ConfluentRegistry(Registry):
         return CompatibilityResult(False, tuple(Incompatibility("", "", "", str(m)) for m in messages))
 
     def get_compatibility(self, subject: str | None = None) -> str:
+        """The subject's level if one is set, else the global level."""
         if subject is None:
-            return self._request("GET", "/config")["compatibilityLevel"]
+            return str(self._request("GET", "/config")["compatibilityLevel"])
         data = self._request("GET", f"/config/{self._subject(subject)}", params={"defaultToGlobal": "true"})
-        return data["compatibilityLevel"]
+        return str(data["compatibilityLevel"])
 
     def set_compatibility(self, level: Strategy | str, subject: str | None = None) -> str:
+        """Set the global level, or one subject's; returns the level set."""
         name = Strategy.parse(level).value
         path = "/config" if subject is None else f"/config/{self._subject(subject)}"
-        return self._request("PUT", path, body={"compatibility": name})["compatibility"]
+        return str(self._request("PUT", path, body={"compatibility": name})["compatibility"])
 
     def delete_compatibility(self, subject: str) -> None:
+        """Remove a subject's level so the global one applies."""
         self._request("DELETE", f"/config/{self._subject(subject)}")
 
 
-def _auth(httpx, auth, token):
+def _auth(auth: tuple[str, str] | None, token: str | None) -> httpx.Auth | None:
+    """Basic auth, a bearer token (kept out of the client's default headers and of its repr), or None."""
+    import httpx  # the registry extra: present once a client is being built
+
     if auth is not None:
         user, password = auth
         return httpx.BasicAuth(user, password)
-    if token is not None:
-        return _bearer_auth(httpx, token)
-    return None
+    if token is None:
+        return None
 
-
-def _bearer_auth(httpx, token: str):
     class BearerAuth(httpx.Auth):
-        """Adds the bearer token to each request; keeps it out of the client's default headers."""
+        """Adds the bearer token to each request."""
 
         def __repr__(self) -> str:
             return "BearerAuth(***)"
 
-        def auth_flow(self, request):
+        def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
             request.headers["Authorization"] = f"Bearer {token}"
             yield request
 

@@ -13,9 +13,10 @@ Semantics follow the Confluent Schema Registry:
   keeps their ids readable, since old messages still carry them; a permanent delete is only
   allowed after a soft delete, and removes the versions (and, for a subject, its level);
 * every registration is checked against the subject's live versions under its compatibility level
-  (subject level, else global, else ``BACKWARD``) with :mod:`pulsar_codec.compat`. Avro schemas get
-  the full Avro check; JSON Schema and Protobuf schemas have no content check (only
-  ``ALWAYS_INCOMPATIBLE`` rejects them), and a change of schema type is incompatible.
+  (subject level, else global, else ``BACKWARD``) with :func:`pulsar_codec.compat.check_strategy`
+  and the rules of the schema's format. Avro schemas get the full Avro check; a format without
+  rules yet (JSON Schema, Protobuf) has no content check (only ``ALWAYS_INCOMPATIBLE`` rejects it),
+  and a change of schema type is incompatible.
 
 Concurrency: each thread uses its own connection to the file, the database runs in WAL mode with a
 busy timeout, and every write is one ``BEGIN IMMEDIATE`` transaction (the compatibility check
@@ -30,11 +31,12 @@ import os
 import sqlite3
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any, NamedTuple, cast
 
 from .. import compat
 from ..compat import CompatibilityResult, Strategy
-from ..errors import RegistryError, SchemaError
+from ..errors import RegistryError, SchemaError, SchemaNotFoundError
 from .base import (
     DEFAULT_COMPATIBILITY,
     SCHEMA_TYPES,
@@ -46,6 +48,7 @@ from .base import (
     schema_text,
     soft_delete_error,
 )
+from .config import RegistryConfig
 
 __all__ = ["LocalRegistry"]
 
@@ -72,16 +75,15 @@ _ROWS = """SELECT v.version, v.schema_id, v.deleted, s.schema_type, s.fingerprin
            WHERE v.subject = ? ORDER BY v.version"""
 
 
-class _Row:
-    __slots__ = ("version", "schema_id", "deleted", "schema_type", "fingerprint", "schema")
+class _Row(NamedTuple):
+    """One version of a subject with its schema (a row of ``_ROWS``)."""
 
-    def __init__(self, version, schema_id, deleted, schema_type, fingerprint, schema) -> None:
-        self.version = version
-        self.schema_id = schema_id
-        self.deleted = bool(deleted)
-        self.schema_type = schema_type
-        self.fingerprint = fingerprint
-        self.schema = schema
+    version: int
+    schema_id: int
+    deleted: bool
+    schema_type: str
+    fingerprint: str
+    schema: str
 
 
 def _check_subject(subject: str) -> str:
@@ -116,11 +118,13 @@ def _evaluate(text: str, schema_type: str, targets: list[_Row], strategy: Strate
             )
             for r in mismatched
         )
-    if schema_type != "AVRO":
-        return CompatibilityResult.ok()
     # check_strategy picks the latest of the list for non-transitive levels: targets is already it
     return compat.check_strategy(
-        text, [r.schema for r in targets], strategy, labels=[f"version {r.version}" for r in targets]
+        text,
+        [r.schema for r in targets],
+        strategy,
+        labels=[f"version {r.version}" for r in targets],
+        schema_type=schema_type,
     )
 
 
@@ -145,7 +149,7 @@ class LocalRegistry(Registry):
     'AVRO'
     """
 
-    def __init__(self, path: str | os.PathLike = ":memory:", *, timeout: float = 30.0) -> None:
+    def __init__(self, path: str | os.PathLike[str] = ":memory:", *, timeout: float = 30.0) -> None:
         self._path = os.fspath(path)
         self._memory = self._path == ":memory:" or self._path == ""
         self._timeout = float(timeout)
@@ -155,6 +159,7 @@ class LocalRegistry(Registry):
         self._shared: sqlite3.Connection | None = None
         self._closed = False
         self._pid = os.getpid()
+        self.config = RegistryConfig(path=self._path, timeout=self._timeout)  # rebuilds it elsewhere
         with self._write() as conn:
             for statement in _DDL:
                 conn.execute(statement)
@@ -252,10 +257,10 @@ class LocalRegistry(Registry):
         if conn.in_transaction:
             conn.execute("ROLLBACK")
 
-    def _write(self):
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return self._transaction("BEGIN IMMEDIATE")
 
-    def _read(self):
+    def _read(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return self._transaction("BEGIN")
 
     def __del__(self) -> None:
@@ -279,7 +284,7 @@ class LocalRegistry(Registry):
 
     @staticmethod
     def _rows(conn: sqlite3.Connection, subject: str) -> list[_Row]:
-        return [_Row(*r) for r in conn.execute(_ROWS, (subject,))]
+        return [_Row(int(v), int(i), bool(d), t, f, s) for v, i, d, t, f, s in conn.execute(_ROWS, (subject,))]
 
     @staticmethod
     def _level(conn: sqlite3.Connection, subject: str | None) -> Strategy:
@@ -294,11 +299,11 @@ class LocalRegistry(Registry):
             "SELECT id FROM schemas WHERE schema_type = ? AND fingerprint = ?", (schema_type, fingerprint)
         ).fetchone()
         if row is not None:
-            return row[0]
+            return int(row[0])
         cur = conn.execute(
             "INSERT INTO schemas (schema_type, fingerprint, schema) VALUES (?, ?, ?)", (schema_type, fingerprint, text)
         )
-        return cur.lastrowid
+        return cast(int, cur.lastrowid)  # set by every successful INSERT
 
     def _remove_deleted_duplicates(self, conn: sqlite3.Connection, subject: str, schema_id: int) -> None:
         conn.execute("DELETE FROM versions WHERE subject = ? AND schema_id = ? AND deleted = 1", (subject, schema_id))
@@ -319,7 +324,7 @@ class LocalRegistry(Registry):
         return RegisteredSchema(row.schema_id, row.schema, row.schema_type, subject, row.version)
 
     @staticmethod
-    def _subject_missing(subject: str):
+    def _subject_missing(subject: str) -> SchemaNotFoundError:
         return not_found(f"Subject '{subject}' not found.", ErrorCodes.SUBJECT_NOT_FOUND)
 
     # ---------------------------------------------------------------------------- operations
@@ -357,6 +362,7 @@ class LocalRegistry(Registry):
             return schema_id
 
     def get_schema(self, schema_id: int) -> RegisteredSchema:
+        """The schema with this global id, while some version (soft-deleted ones too) uses it."""
         with self._read() as conn:
             row = conn.execute(
                 "SELECT id, schema, schema_type FROM schemas s WHERE id = ? "
@@ -365,9 +371,10 @@ class LocalRegistry(Registry):
             ).fetchone()
         if row is None:
             raise not_found(f"Schema {schema_id} not found", ErrorCodes.SCHEMA_NOT_FOUND)
-        return RegisteredSchema(row[0], row[1], row[2])
+        return RegisteredSchema(int(row[0]), str(row[1]), str(row[2]))
 
     def get_schema_versions(self, schema_id: int, deleted: bool = False) -> list[tuple[str, int]]:
+        """The (subject, version) pairs that use this schema id, sorted."""
         with self._read() as conn:
             rows = conn.execute(
                 "SELECT subject, version, deleted FROM versions WHERE schema_id = ? ORDER BY subject, version",
@@ -375,9 +382,10 @@ class LocalRegistry(Registry):
             ).fetchall()
         if not rows:
             raise not_found(f"Schema {schema_id} not found", ErrorCodes.SCHEMA_NOT_FOUND)
-        return [(s, v) for s, v, d in rows if deleted or not d]
+        return [(str(s), int(v)) for s, v, d in rows if deleted or not d]
 
     def get_version(self, subject: str, version: int | str = "latest", deleted: bool = False) -> RegisteredSchema:
+        """One version of a subject (``"latest"`` or ``-1``: the newest live one)."""
         wanted = parse_version(version)
         with self._read() as conn:
             rows = self._rows(conn, subject)
@@ -393,6 +401,7 @@ class LocalRegistry(Registry):
         raise not_found(f"Version {wanted} not found.", ErrorCodes.VERSION_NOT_FOUND)
 
     def lookup(self, subject: str, schema: Any, schema_type: str = "AVRO", deleted: bool = False) -> RegisteredSchema:
+        """The newest version of ``subject`` holding ``schema`` (same type and canonical form)."""
         text, schema_type, fingerprint = self._prepare(schema, schema_type)
         with self._read() as conn:
             rows = self._rows(conn, subject)
@@ -405,13 +414,15 @@ class LocalRegistry(Registry):
         raise not_found("Schema not found", ErrorCodes.SCHEMA_NOT_FOUND)
 
     def list_subjects(self, deleted: bool = False) -> list[str]:
+        """Subject names, sorted; soft-deleted subjects only with ``deleted=True``."""
         query = (
             "SELECT DISTINCT subject FROM versions" + ("" if deleted else " WHERE deleted = 0") + " ORDER BY subject"
         )
         with self._read() as conn:
-            return [r[0] for r in conn.execute(query)]
+            return [str(r[0]) for r in conn.execute(query)]
 
     def list_versions(self, subject: str, deleted: bool = False) -> list[int]:
+        """Version numbers of a subject, ascending."""
         with self._read() as conn:
             rows = self._rows(conn, subject)
         versions = [r.version for r in rows if deleted or not r.deleted]
@@ -420,6 +431,8 @@ class LocalRegistry(Registry):
         return versions
 
     def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
+        """Soft-delete every live version of a subject, or (``permanent=True``, after a soft delete)
+        remove them and the subject's level. Returns the versions deleted."""
         with self._write() as conn:
             rows = self._rows(conn, subject)
             if not rows:
@@ -443,6 +456,7 @@ class LocalRegistry(Registry):
             return [r.version for r in rows]
 
     def delete_version(self, subject: str, version: int | str, permanent: bool = False) -> int:
+        """Soft-delete one version, or (``permanent=True``, after a soft delete) remove it."""
         wanted = parse_version(version)
         with self._write() as conn:
             rows = self._rows(conn, subject)
@@ -454,9 +468,10 @@ class LocalRegistry(Registry):
                     raise self._subject_missing(subject)
                 row = live[-1]
             else:
-                row = next((r for r in rows if r.version == wanted), None)
-                if row is None:
+                found = next((r for r in rows if r.version == wanted), None)
+                if found is None:
                     raise not_found(f"Version {wanted} not found.", ErrorCodes.VERSION_NOT_FOUND)
+                row = found
             if not permanent:
                 if row.deleted:
                     raise soft_delete_error(
@@ -504,10 +519,12 @@ class LocalRegistry(Registry):
         return _evaluate(text, schema_type, target, _non_transitive(level))
 
     def get_compatibility(self, subject: str | None = None) -> str:
+        """The subject's level if one is set, else the global level (``BACKWARD`` by default)."""
         with self._read() as conn:
             return self._level(conn, subject).value
 
     def set_compatibility(self, level: Strategy | str, subject: str | None = None) -> str:
+        """Set the global level, or one subject's; returns the level's name."""
         strategy = Strategy.parse(level)
         if subject is not None:
             _check_subject(subject)
@@ -520,6 +537,7 @@ class LocalRegistry(Registry):
         return strategy.value
 
     def delete_compatibility(self, subject: str) -> None:
+        """Remove a subject's level so the global one applies."""
         _check_subject(subject)
         with self._write() as conn:
             conn.execute("DELETE FROM config WHERE scope = ?", (subject,))
@@ -528,4 +546,4 @@ class LocalRegistry(Registry):
         """The level set on ``subject`` itself, or None when it follows the global level."""
         with self._read() as conn:
             row = conn.execute("SELECT compatibility FROM config WHERE scope = ?", (subject,)).fetchone()
-        return row[0] if row else None
+        return str(row[0]) if row else None

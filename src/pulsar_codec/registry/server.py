@@ -24,17 +24,28 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 from ..errors import IncompatibleSchemaError, RegistryError, SchemaError, SchemaNotFoundError
-from .base import SCHEMA_TYPES, ErrorCodes
+from .base import SCHEMA_TYPES, ErrorCodes, RegisteredSchema
 from .local import LocalRegistry
+
+if TYPE_CHECKING:
+    import uvicorn
+    from starlette.applications import Starlette
 
 __all__ = ["CONTENT_TYPE", "Faults", "RegistryServer", "create_app", "run", "serve"]
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+
+T = TypeVar("T")
+Params = dict[str, str]  # the path's {placeholders}
+Query = Mapping[str, str]  # the query string
+Handler = Callable[[Params, Query, Any], Any]  # (params, query, JSON body) -> JSON answer
 
 
 def _require_server_extra() -> None:
@@ -46,6 +57,10 @@ def _require_server_extra() -> None:
             "the schema registry server needs the 'server' extra: pip install 'pulsar-codec[server]' "
             f"(missing: {exc.name})"
         ) from exc
+
+
+class _Raw(str):
+    """A handler answer sent as the raw schema text (the ``/schema`` routes)."""
 
 
 class _HTTPError(Exception):
@@ -89,11 +104,11 @@ class Faults:
             return self.delay, None
 
 
-def _flag(query, name: str) -> bool:
+def _flag(query: Query, name: str) -> bool:
     return str(query.get(name, "false")).strip().lower() == "true"
 
 
-def _page(items: list, query) -> list:
+def _page(items: list[T], query: Query) -> list[T]:
     try:
         offset = max(int(query.get("offset", 0)), 0)
         limit = int(query.get("limit", -1))
@@ -108,19 +123,26 @@ def _schema_body(body: Any) -> tuple[str, str]:
         raise _HTTPError(422, ErrorCodes.INVALID_SCHEMA, "Invalid schema: the body needs a 'schema' string")
     if body.get("references"):
         raise _HTTPError(422, ErrorCodes.INVALID_SCHEMA, "Invalid schema: schema references are not supported")
-    schema_type = (body.get("schemaType") or "AVRO").upper()
+    schema_type = str(body.get("schemaType") or "AVRO").upper()
     if schema_type not in SCHEMA_TYPES:
         raise _HTTPError(422, ErrorCodes.INVALID_SCHEMA, f"Invalid schema type {schema_type}")
-    return body["schema"], schema_type
+    return str(body["schema"]), schema_type
 
 
-def _version_entity(reg_schema) -> dict:
-    out = {
+def _version_entity(reg_schema: RegisteredSchema) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "subject": reg_schema.subject,
         "version": reg_schema.version,
         "id": reg_schema.id,
         "schema": reg_schema.schema,
     }
+    if reg_schema.schema_type != "AVRO":
+        out["schemaType"] = reg_schema.schema_type
+    return out
+
+
+def _schema_entity(reg_schema: RegisteredSchema) -> dict[str, Any]:
+    out = {"schema": reg_schema.schema}
     if reg_schema.schema_type != "AVRO":
         out["schemaType"] = reg_schema.schema_type
     return out
@@ -132,7 +154,7 @@ class _Api:
     def __init__(self, registry: LocalRegistry) -> None:
         self.reg = registry
         S = "{subject}"
-        self.routes: list[tuple[str, tuple[str, ...], Callable]] = [
+        self.routes: list[tuple[str, tuple[str, ...], Handler]] = [
             ("GET", (), lambda p, q, b: {}),
             ("GET", ("schemas", "types"), lambda p, q, b: list(SCHEMA_TYPES)),
             ("GET", ("schemas", "ids", "{id}"), self.schema_by_id),
@@ -159,7 +181,9 @@ class _Api:
             ("GET", ("mode", S), lambda p, q, b: {"mode": "READWRITE"}),
         ]
 
-    def match(self, method: str, segments: list[str]) -> tuple[Callable, dict] | None:
+    def match(self, method: str, segments: list[str]) -> tuple[Handler, Params] | None:
+        """The handler of ``method`` on the path ``segments`` and the path's parameters; None when no
+        route has that path, a 405 error when one has it for other methods."""
         allowed = False
         for m, pattern, handler in self.routes:
             if len(pattern) != len(segments):
@@ -179,33 +203,29 @@ class _Api:
         return None
 
     @staticmethod
-    def _id(params) -> int:
+    def _id(params: Params) -> int:
         try:
             return int(params["id"])
         except ValueError:
             raise _HTTPError(404, ErrorCodes.SCHEMA_NOT_FOUND, f"Schema {params['id']} not found") from None
 
-    def schema_by_id(self, p, q, b):
-        got = self.reg.get_schema(self._id(p))
-        out = {"schema": got.schema}
-        if got.schema_type != "AVRO":
-            out["schemaType"] = got.schema_type
-        return out
+    def schema_by_id(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
+        return _schema_entity(self.reg.get_schema(self._id(p)))
 
-    def raw_schema_by_id(self, p, q, b):
+    def raw_schema_by_id(self, p: Params, q: Query, b: Any) -> _Raw:
         return _Raw(self.reg.get_schema(self._id(p)).schema)
 
-    def versions_by_id(self, p, q, b):
+    def versions_by_id(self, p: Params, q: Query, b: Any) -> list[dict[str, Any]]:
         pairs = self.reg.get_schema_versions(self._id(p), deleted=_flag(q, "deleted"))
         if "subject" in q:
             pairs = [(s, v) for s, v in pairs if s == q["subject"]]
         return _page([{"subject": s, "version": v} for s, v in pairs], q)
 
-    def subjects_by_id(self, p, q, b):
+    def subjects_by_id(self, p: Params, q: Query, b: Any) -> list[str]:
         pairs = self.reg.get_schema_versions(self._id(p), deleted=_flag(q, "deleted"))
         return _page(sorted({s for s, _ in pairs}), q)
 
-    def subjects(self, p, q, b):
+    def subjects(self, p: Params, q: Query, b: Any) -> list[str]:
         if _flag(q, "deleted_only"):
             names = sorted(set(self.reg.list_subjects(deleted=True)) - set(self.reg.list_subjects()))
         else:
@@ -215,40 +235,40 @@ class _Api:
             names = [n for n in names if n.startswith(prefix)]
         return _page(names, q)
 
-    def lookup(self, p, q, b):
+    def lookup(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
         schema, schema_type = _schema_body(b)
         return _version_entity(self.reg.lookup(p["subject"], schema, schema_type, deleted=_flag(q, "deleted")))
 
-    def register(self, p, q, b):
+    def register(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
         schema, schema_type = _schema_body(b)
         return {"id": self.reg.register(p["subject"], schema, schema_type)}
 
-    def versions(self, p, q, b):
+    def versions(self, p: Params, q: Query, b: Any) -> list[int]:
         subject = p["subject"]
         if _flag(q, "deleted_only"):
             live = set(self.reg.list_versions(subject, deleted=True)) - set(self._live_versions(subject))
             return _page(sorted(live), q)
         return _page(self.reg.list_versions(subject, deleted=_flag(q, "deleted")), q)
 
-    def _live_versions(self, subject):
+    def _live_versions(self, subject: str) -> list[int]:
         try:
             return self.reg.list_versions(subject)
         except SchemaNotFoundError:
             return []
 
-    def version(self, p, q, b):
+    def version(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
         return _version_entity(self.reg.get_version(p["subject"], p["version"], deleted=_flag(q, "deleted")))
 
-    def raw_version(self, p, q, b):
+    def raw_version(self, p: Params, q: Query, b: Any) -> _Raw:
         return _Raw(self.reg.get_version(p["subject"], p["version"], deleted=_flag(q, "deleted")).schema)
 
-    def delete_subject(self, p, q, b):
+    def delete_subject(self, p: Params, q: Query, b: Any) -> list[int]:
         return self.reg.delete_subject(p["subject"], permanent=_flag(q, "permanent"))
 
-    def delete_version(self, p, q, b):
+    def delete_version(self, p: Params, q: Query, b: Any) -> int:
         return self.reg.delete_version(p["subject"], p["version"], permanent=_flag(q, "permanent"))
 
-    def compatibility(self, p, q, b):
+    def compatibility(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
         schema, schema_type = _schema_body(b)
         result = self.reg.check_compatibility(p["subject"], schema, p.get("version"), schema_type)
         out: dict[str, Any] = {"is_compatible": result.compatible}
@@ -256,35 +276,31 @@ class _Api:
             out["messages"] = result.reasons
         return out
 
-    def get_config(self, p, q, b):
+    def get_config(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
         return {"compatibilityLevel": self.reg.get_compatibility(p.get("subject"))}
 
-    def put_config(self, p, q, b):
+    def put_config(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
         level = b.get("compatibility") if isinstance(b, dict) else None
         if not isinstance(level, str):
             raise _HTTPError(422, ErrorCodes.INVALID_COMPATIBILITY_LEVEL, "Invalid compatibility level: missing")
         return {"compatibility": self.reg.set_compatibility(level, p.get("subject"))}
 
-    def delete_config(self, p, q, b):
+    def delete_config(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
         previous = self.reg.get_compatibility(p["subject"])
         self.reg.delete_compatibility(p["subject"])
         return {"compatibilityLevel": previous}
 
-    def delete_global_config(self, p, q, b):
+    def delete_global_config(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
         previous = self.reg.get_compatibility()
         self.reg.set_compatibility("BACKWARD")
         return {"compatibilityLevel": previous}
-
-
-class _Raw(str):
-    """A handler answer sent as the raw schema text (the ``/schema`` routes)."""
 
 
 def _error_for(exc: BaseException) -> _HTTPError:
     if isinstance(exc, _HTTPError):
         return exc
     if isinstance(exc, SchemaNotFoundError):
-        return _HTTPError(404, getattr(exc, "error_code", ErrorCodes.SCHEMA_NOT_FOUND), str(exc))
+        return _HTTPError(404, exc.error_code or ErrorCodes.SCHEMA_NOT_FOUND, str(exc))
     if isinstance(exc, IncompatibleSchemaError):
         return _HTTPError(409, ErrorCodes.INCOMPATIBLE_SCHEMA, str(exc))
     if isinstance(exc, SchemaError):
@@ -325,7 +341,7 @@ def create_app(
     auth: tuple[str, str] | None = None,
     token: str | None = None,
     faults: Faults | None = None,
-):
+) -> Starlette:
     """The ASGI application (a Starlette app) serving ``registry``.
 
     Parameters
@@ -346,13 +362,13 @@ def create_app(
 
     api = _Api(registry)
 
-    def answer(status: int, payload: Any, headers: dict | None = None) -> Response:
+    def answer(status: int, payload: Any, headers: dict[str, str] | None = None) -> Response:
         if isinstance(payload, _Raw):
             return Response(str(payload), status_code=status, media_type="application/json", headers=headers)
         body = json.dumps(payload, separators=(",", ":")).encode()
         return Response(body, status_code=status, media_type=CONTENT_TYPE, headers=headers)
 
-    def error(exc: _HTTPError, headers: dict | None = None) -> Response:
+    def error(exc: _HTTPError, headers: dict[str, str] | None = None) -> Response:
         return answer(exc.status, {"error_code": exc.error_code, "message": exc.message}, headers)
 
     async def endpoint(request: Request) -> Response:
@@ -423,24 +439,24 @@ class RegistryServer:
 
     def __init__(
         self,
-        registry: LocalRegistry | str | os.PathLike,
+        registry: LocalRegistry | str | os.PathLike[str],
         host: str = "127.0.0.1",
         port: int = 0,
         *,
         auth: tuple[str, str] | None = None,
         token: str | None = None,
         faults: Faults | None = None,
-        tls: tuple[str | os.PathLike, str | os.PathLike] | None = None,
+        tls: tuple[str | os.PathLike[str], str | os.PathLike[str]] | None = None,
     ) -> None:
         _require_server_extra()
-        self._tls = None if tls is None else tuple(os.fspath(p) for p in tls)
+        self._tls = None if tls is None else (os.fspath(tls[0]), os.fspath(tls[1]))
         self._owns_registry = not isinstance(registry, LocalRegistry)
-        self.registry = LocalRegistry(registry) if self._owns_registry else registry
+        self.registry = registry if isinstance(registry, LocalRegistry) else LocalRegistry(registry)
         self.host = host
         self.app = create_app(self.registry, auth=auth, token=token, faults=faults)
         self._socket = _listen(host, port)
-        self.port = self._socket.getsockname()[1]
-        self._server = None
+        self.port: int = self._socket.getsockname()[1]
+        self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
     def __repr__(self) -> str:
@@ -458,7 +474,6 @@ class RegistryServer:
 
         if self._thread is not None:
             return self
-        tls = {"ssl_certfile": self._tls[0], "ssl_keyfile": self._tls[1]} if self._tls else {}
         config = uvicorn.Config(
             self.app,
             log_config=None,
@@ -467,18 +482,19 @@ class RegistryServer:
             lifespan="off",
             ws="none",
             http="h11",
-            **tls,
+            ssl_certfile=self._tls[0] if self._tls else None,
+            ssl_keyfile=self._tls[1] if self._tls else None,
         )
-        self._server = uvicorn.Server(config)
+        server = self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
-            target=self._server.run,
+            target=server.run,
             kwargs={"sockets": [self._socket]},
             name=f"registry-server-{self.port}",
             daemon=True,
         )
         self._thread.start()
         deadline = time.monotonic() + timeout
-        while not self._server.started:
+        while not server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 self.stop()
                 raise RegistryError(f"the registry server did not start on {self.url}")
@@ -499,12 +515,14 @@ class RegistryServer:
     def __enter__(self) -> RegistryServer:
         return self.start()
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         self.stop()
 
 
 def serve(
-    registry: LocalRegistry | str | os.PathLike,
+    registry: LocalRegistry | str | os.PathLike[str],
     host: str = "127.0.0.1",
     port: int = 0,
     **options: Any,
@@ -518,13 +536,13 @@ def serve(
 
 
 def run(
-    registry: LocalRegistry | str | os.PathLike,
+    registry: LocalRegistry | str | os.PathLike[str],
     host: str = "127.0.0.1",
     port: int = 8081,
     *,
     auth: tuple[str, str] | None = None,
     token: str | None = None,
-    tls: tuple[str | os.PathLike, str | os.PathLike] | None = None,
+    tls: tuple[str | os.PathLike[str], str | os.PathLike[str]] | None = None,
     log_level: str = "info",
 ) -> None:
     """Serve in the foreground until interrupted (Ctrl-C); for the command line.
@@ -537,9 +555,13 @@ def run(
     reg = registry if isinstance(registry, LocalRegistry) else LocalRegistry(registry)
     sock = _listen(host, port)
     try:
-        tls_options = {"ssl_certfile": os.fspath(tls[0]), "ssl_keyfile": os.fspath(tls[1])} if tls else {}
         config = uvicorn.Config(
-            create_app(reg, auth=auth, token=token), log_level=log_level, lifespan="off", ws="none", **tls_options
+            create_app(reg, auth=auth, token=token),
+            log_level=log_level,
+            lifespan="off",
+            ws="none",
+            ssl_certfile=os.fspath(tls[0]) if tls else None,
+            ssl_keyfile=os.fspath(tls[1]) if tls else None,
         )
         uvicorn.Server(config).run(sockets=[sock])
     finally:

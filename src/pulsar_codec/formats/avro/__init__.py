@@ -28,66 +28,31 @@ to 1,048,576 per message across all its arrays and maps.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import pyarrow as pa
 
-from ..._kernels import _backend
 from ..._arrow import binary_chunks
 from ...errors import raise_for
+from ..base import Decoded, Segment, check_on_error, errors_table
 from . import schema as schema
-from ._assemble import assemble, errors_table
 from .encoder import Encoder, schema_from_arrow
-from .plan import Layout, build_layout, build_plan
+from .format import FORMAT, AvroFormat, AvroPlan, run
+from .plan import build_layout, build_plan
 from .schema import Schema, parse
 
-__all__ = ["Decoder", "Encoder", "Decoded", "parse", "Schema", "schema", "schema_from_arrow"]
-
-_ON_ERROR = ("raise", "null")
-
-
-class Decoded(NamedTuple):
-    """Result of a decode with ``on_error="null"``.
-
-    Attributes
-    ----------
-    batch : pa.RecordBatch
-        All rows in input order; a bad message is a null row.
-    errors : pa.Table
-        One row per bad message: ``index`` (int64, row in the input), ``code`` (int32,
-        :class:`~pulsar_codec.errors.ErrorCode`), ``offset`` (int64, byte offset inside that message,
-        or inside its payload for Avro errors) and ``message`` (string, the text the exception would
-        have had).
-    """
-
-    batch: pa.RecordBatch
-    errors: pa.Table
-
-
-def _check_on_error(on_error: str) -> bool:
-    if on_error not in _ON_ERROR:
-        raise ValueError(f"on_error must be 'raise' or 'null', got {on_error!r}")
-    return on_error == "null"
-
-
-def _size_hints(outputs: list) -> list | None:
-    """Bytes per row of every builder, so the next batch of this layout reserves once."""
-    rows = outputs[0][0] if outputs else 0
-    if rows < 1024:  # too few rows to say much about the next batch
-        return None
-    return [
-        (0.0 if b1 is None else b1.nbytes / rows, 0.0 if b2 is None else b2.nbytes / rows)
-        for _, _, b1, b2 in outputs
-    ]
-
-
-def run(layout: Layout, plans: list, segments: list, keep_going: bool) -> tuple[list, pa.RecordBatch]:
-    """Run the active kernel over ``segments`` and assemble the batch; returns (errors, batch)."""
-    errors, outputs = _backend.active().avro.decode(layout.specs, plans, segments, keep_going, layout.hints)
-    hints = _size_hints(outputs)
-    if hints is not None:
-        layout.hints = hints
-    return errors, assemble(layout, outputs)
+__all__ = [
+    "FORMAT",
+    "AvroFormat",
+    "AvroPlan",
+    "Decoder",
+    "Encoder",
+    "Decoded",
+    "parse",
+    "Schema",
+    "schema",
+    "schema_from_arrow",
+]
 
 
 class Decoder:
@@ -142,9 +107,9 @@ class Decoder:
             With ``on_error="raise"``, for the first bad payload (index and byte offset in the
             message).
         """
-        keep_going = _check_on_error(on_error)
+        keep_going = check_on_error(on_error)
         chunks, _ = binary_chunks(payloads)
-        segments = [(c.data, c.offsets[:-1], c.offsets[1:], c.validity, None) for c in chunks]
+        segments = [Segment(c.data, c.offsets[:-1], c.offsets[1:], c.validity, None) for c in chunks]
         errors, batch = run(self.layout, [self.plan], segments, keep_going)
         if keep_going:
             return Decoded(batch, errors_table(errors))

@@ -7,11 +7,12 @@ The kernels hand back, per slot, ``(length, validity, b1, b2)`` numpy arrays (se
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
-from ...errors import ErrorCode, raise_for
-from .plan import (
+from ..._kernels.defs import (
     K_BIN,
     K_BOOL,
     K_F32,
@@ -24,10 +25,14 @@ from .plan import (
     K_RAW,
     K_STRUCT,
     K_UNION,
-    Layout,
 )
+from ...errors import ErrorCode, raise_for
+from ..base import errors_table
+from .plan import Layout
 
 __all__ = ["assemble", "errors_table"]
+
+# errors_table moved to formats.base (it is format-neutral); this name stays for old imports
 
 _INT32_MAX = 2**31 - 1
 
@@ -52,7 +57,7 @@ def _offsets(b1: np.ndarray, length: int) -> np.ndarray:
 
 
 class _Builder:
-    def __init__(self, layout: Layout, outputs: list) -> None:
+    def __init__(self, layout: Layout, outputs: list[Any]) -> None:
         self.layout = layout
         self.outputs = outputs
 
@@ -99,7 +104,7 @@ class _Builder:
         raise AssertionError(f"unknown slot kind {kind}")  # pragma: no cover
 
 
-def assemble(layout: Layout, outputs: list, length: int | None = None) -> pa.RecordBatch:
+def assemble(layout: Layout, outputs: list[Any], length: int | None = None) -> pa.RecordBatch:
     """Build the RecordBatch of the first ``length`` rows (default: all completed rows)."""
     n = outputs[0][0] if length is None else length
     b = _Builder(layout, outputs)
@@ -107,31 +112,3 @@ def assemble(layout: Layout, outputs: list, length: int | None = None) -> pa.Rec
     if not arrays:  # a record without fields still has rows
         return pa.RecordBatch.from_struct_array(pa.Array.from_buffers(pa.struct([]), n, [None], children=[]))
     return pa.RecordBatch.from_arrays(arrays, schema=layout.arrow_schema)
-
-
-_ERRORS_SCHEMA = pa.schema(
-    [
-        pa.field("index", pa.int64(), nullable=False),
-        pa.field("code", pa.int32(), nullable=False),
-        pa.field("offset", pa.int64(), nullable=False),
-        pa.field("message", pa.string(), nullable=False),
-    ]
-)
-
-
-def errors_table(errors: list[tuple], context: dict | None = None) -> pa.Table:
-    """The ``on_error="null"`` report: one row per bad message (index, code, offset, message)."""
-    from ...errors import error_for
-
-    ctx = context or {}
-    # entries are (code, index, offset, detail) or, with a prebuilt message, (..., message)
-    messages = [e[4] if len(e) > 4 else str(error_for(e[0], e[1], e[2], e[3], **ctx)) for e in errors]
-    return pa.Table.from_arrays(
-        [
-            pa.array([e[1] for e in errors], pa.int64()),
-            pa.array([int(e[0]) for e in errors], pa.int32()),
-            pa.array([e[2] for e in errors], pa.int64()),
-            pa.array(messages, pa.string()),
-        ],
-        schema=_ERRORS_SCHEMA,
-    )

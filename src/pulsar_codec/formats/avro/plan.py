@@ -23,14 +23,67 @@ codes that raise ``AVRO_UNRESOLVED_UNION_BRANCH`` / ``AVRO_UNKNOWN_ENUM_SYMBOL``
 
 from __future__ import annotations
 
-import math
-import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
+# slot kinds (K_*) and op codes (O_*): one definition for this module, both kernels and csrc/pc_defs.h
+from ..._kernels.defs import (
+    K_BIN,
+    K_BOOL,
+    K_F32,
+    K_F64,
+    K_I32,
+    K_I64,
+    K_LIST,
+    K_MAP,
+    K_NULL,
+    K_RAW,
+    K_STRUCT,
+    K_UNION,
+    O_ARRAY,
+    O_BOOL,
+    O_BRANCH_ERR,
+    O_BYTES,
+    O_DEC_BYTES,
+    O_DEC_FIXED,
+    O_DEFAULT,
+    O_DOUBLE,
+    O_DURATION,
+    O_ENUM,
+    O_FIXED,
+    O_FLOAT,
+    O_FLOAT_D,
+    O_INT,
+    O_INT_D,
+    O_INT_F,
+    O_INT_L,
+    O_LONG,
+    O_LONG_D,
+    O_LONG_F,
+    O_MAP,
+    O_NULL,
+    O_NULLFILL,
+    O_RECORD,
+    O_SELECT,
+    O_SK_ARRAY,
+    O_SK_BOOL,
+    O_SK_BYTES,
+    O_SK_F32,
+    O_SK_F64,
+    O_SK_FIXED,
+    O_SK_MAP,
+    O_SK_NOP,
+    O_SK_RECORD,
+    O_SK_UNION,
+    O_SK_VARINT,
+    O_STRING,
+    O_UNION,
+)
 from ...errors import SchemaError
+from .defaults import encode_default
 from .schema import (
     Array,
     Enum,
@@ -45,53 +98,6 @@ from .schema import (
 )
 
 __all__ = ["Slot", "Layout", "build_layout", "build_plan", "encode_default", "arrow_type"]
-
-# -- slot kinds (storage), shared with both kernels ------------------------------------------------
-K_NULL, K_BOOL, K_I32, K_I64, K_F32, K_F64, K_RAW, K_BIN, K_LIST, K_MAP, K_STRUCT, K_UNION = range(12)
-
-# -- op codes, shared with both kernels (csrc/pc_avro.h mirrors them) ------------------------------
-O_NULL = 1
-O_BOOL = 2
-O_INT = 3
-O_LONG = 4
-O_FLOAT = 5
-O_DOUBLE = 6
-O_INT_L = 7
-O_INT_F = 8
-O_INT_D = 9
-O_LONG_F = 10
-O_LONG_D = 11
-O_FLOAT_D = 12
-O_STRING = 13
-O_BYTES = 14
-O_FIXED = 15
-O_ENUM = 16
-O_DEC_BYTES = 17
-O_DEC_FIXED = 18
-O_DURATION = 19
-O_RECORD = 20
-O_ARRAY = 21
-O_MAP = 22
-O_UNION = 23
-O_SELECT = 24
-O_NULLFILL = 25
-O_DEFAULT = 26
-O_BRANCH_ERR = 27
-O_SK_NOP = 30
-O_SK_BOOL = 31
-O_SK_VARINT = 32
-O_SK_F32 = 33
-O_SK_F64 = 34
-O_SK_BYTES = 35
-O_SK_FIXED = 36
-O_SK_ARRAY = 37
-O_SK_MAP = 38
-O_SK_RECORD = 39
-O_SK_UNION = 40
-
-# Items that occupy no bytes at all (null, empty records, fixed(0)) cannot be bounded by the
-# remaining input, so a message may hold at most this many of them in all its arrays and maps.
-ZERO_SIZE_ITEM_LIMIT = 1 << 20
 
 
 # -- Arrow types ------------------------------------------------------------------------------------
@@ -175,7 +181,7 @@ class Slot:
     symbols: list[str] | None = None  # enums
     null_branch: int = 0  # unions: branch that takes a null placeholder
 
-    def spec(self) -> tuple:
+    def spec(self) -> tuple[Any, ...]:
         return (self.kind, bool(self.nullable), self.width, tuple(self.children), self.null_branch)
 
 
@@ -186,10 +192,10 @@ class Layout:
     names: list[str] = field(default_factory=list)
     is_record: bool = False
     # builder bytes per row seen in the last large batch (see avro.run); a sizing hint only
-    hints: list | None = field(default=None, repr=False, compare=False)
+    hints: list[tuple[float, float]] | None = field(default=None, repr=False, compare=False)
 
     @property
-    def specs(self) -> list[tuple]:
+    def specs(self) -> list[tuple[Any, ...]]:
         return [s.spec() for s in self.slots]
 
     @property
@@ -283,7 +289,16 @@ def build_layout(reader: Schema) -> Layout:
 class _Op:
     __slots__ = ("code", "slot", "kids", "arg", "arg2", "table", "const")
 
-    def __init__(self, code, slot=-1, kids=(), arg=0, arg2=0, table=None, const=None):
+    def __init__(
+        self,
+        code: int,
+        slot: int = -1,
+        kids: Iterable[_Op] = (),
+        arg: int = 0,
+        arg2: int = 0,
+        table: Any = None,
+        const: Any = None,
+    ) -> None:
         self.code = code
         self.slot = slot
         self.kids = list(kids)
@@ -407,6 +422,7 @@ class _Planner:
                 kids.append(self._select(wb, r, sid, k, path))
             elif isinstance(r, Union):  # nullable shorthand
                 inner = r.nullable_of
+                assert inner is not None  # a union with more than null and one branch takes the path above
                 if wb.type == "null":
                     kids.append(_Op(O_NULLFILL, sid))
                 elif _pick_branch(wb, [inner]) is None:
@@ -525,7 +541,7 @@ def _describe(node: Schema) -> str:
     return node.type
 
 
-def flatten(root: _Op) -> tuple[list[tuple], list[int]]:
+def flatten(root: _Op) -> tuple[list[tuple[Any, ...]], list[int]]:
     """Flatten an op tree: ops[0] is the root; kids of op i are kids[first:first + n]."""
     ops: list[Any] = []
     kids: list[int] = []
@@ -543,7 +559,7 @@ def flatten(root: _Op) -> tuple[list[tuple], list[int]]:
     return ops, kids
 
 
-def build_plan(writer: Schema, reader: Schema, layout: Layout) -> tuple[list[tuple], list[int]]:
+def build_plan(writer: Schema, reader: Schema, layout: Layout) -> tuple[list[tuple[Any, ...]], list[int]]:
     """The flat decode program for data written with ``writer`` into ``layout`` (of ``reader``).
 
     Raises
@@ -566,127 +582,3 @@ def build_plan(writer: Schema, reader: Schema, layout: Layout) -> tuple[list[tup
         op = _Op(O_RECORD, 0, [child])
     del root_slot
     return flatten(op)
-
-
-# -- defaults -----------------------------------------------------------------------------------------
-
-
-def _zz(n: int, out: bytearray) -> None:
-    v = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-
-
-def _latin1(value: Any, what: str) -> bytes:
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value)
-    if not isinstance(value, str):
-        raise ValueError(f"{what} default must be a string")
-    return value.encode("latin-1")
-
-
-def _enc(node: Schema, v: Any, out: bytearray) -> None:
-    if isinstance(node, Union):
-        errors = []
-        for i, b in enumerate(node.branches):
-            trial = bytearray()
-            try:
-                _zz(i, trial)
-                _enc(b, v, trial)
-            except (ValueError, TypeError, OverflowError, KeyError, struct.error) as exc:
-                errors.append(str(exc))
-                continue
-            out += trial
-            return
-        raise ValueError("default matches no union branch")
-    if isinstance(node, Record):
-        if not isinstance(v, dict):
-            raise ValueError("record default must be an object")
-        for f in node.fields:
-            if f.name in v:
-                _enc(f.type, v[f.name], out)
-            elif f.has_default:
-                _enc(f.type, f.default, out)
-            else:
-                raise ValueError(f"record default lacks field {f.name!r}")
-        return
-    if isinstance(node, Enum):
-        if v not in node.symbols:
-            raise ValueError(f"{v!r} is not a symbol of enum {node.fullname!r}")
-        _zz(node.symbols.index(v), out)
-        return
-    if isinstance(node, Array):
-        if not isinstance(v, list):
-            raise ValueError("array default must be a list")
-        if v:
-            _zz(len(v), out)
-            for item in v:
-                _enc(node.items, item, out)
-        out.append(0)
-        return
-    if isinstance(node, Map):
-        if not isinstance(v, dict):
-            raise ValueError("map default must be an object")
-        if v:
-            _zz(len(v), out)
-            for k, item in v.items():
-                kb = str(k).encode("utf-8")
-                _zz(len(kb), out)
-                out += kb
-                _enc(node.values, item, out)
-        out.append(0)
-        return
-    if isinstance(node, Fixed):
-        data = _latin1(v, "fixed")
-        if len(data) != node.size:
-            raise ValueError(f"fixed default of {len(data)} bytes, expected {node.size}")
-        out += data
-        return
-    t = node.type
-    if t == "null":
-        if v is not None:
-            raise ValueError("null default must be null")
-    elif t == "boolean":
-        if not isinstance(v, bool):
-            raise ValueError("boolean default must be true or false")
-        out.append(1 if v else 0)
-    elif t in ("int", "long"):
-        if not isinstance(v, int) or isinstance(v, bool):
-            raise ValueError(f"{t} default must be an integer")
-        lim = 31 if t == "int" else 63
-        if not -(2**lim) <= v < 2**lim:
-            raise ValueError(f"{t} default {v} out of range")
-        _zz(v, out)
-    elif t in ("float", "double"):
-        if isinstance(v, str) and v in ("NaN", "Infinity", "-Infinity"):
-            v = float(v.replace("Infinity", "inf").replace("NaN", "nan"))
-        if not isinstance(v, (int, float)) or isinstance(v, bool):
-            raise ValueError(f"{t} default must be a number")
-        out += struct.pack("<f" if t == "float" else "<d", float(v))
-    elif t == "bytes":
-        data = _latin1(v, "bytes")
-        _zz(len(data), out)
-        out += data
-    elif t == "string":
-        if not isinstance(v, str):
-            raise ValueError("string default must be a string")
-        data = v.encode("utf-8")
-        _zz(len(data), out)
-        out += data
-    else:  # pragma: no cover - parse() only produces the types above
-        raise ValueError(f"unknown type {t}")
-
-
-def encode_default(node: Schema, value: Any, path: str = "default") -> bytes:
-    """Encode a JSON default value as Avro binary of ``node`` (union defaults: first branch that fits)."""
-    out = bytearray()
-    try:
-        _enc(node, value, out)
-    except (ValueError, TypeError, OverflowError, UnicodeEncodeError, struct.error) as exc:
-        raise SchemaError(f"{path}: invalid default {value!r}: {exc}") from None
-    return bytes(out)
-
-
-del math

@@ -109,8 +109,14 @@ class Field:
 class Record(Named):
     type = "record"
 
-    def __init__(self, name: str, namespace: str | None, aliases: list[str], fields: list[Field] | None = None,
-                 kind: str = "record") -> None:
+    def __init__(
+        self,
+        name: str,
+        namespace: str | None,
+        aliases: list[str],
+        fields: list[Field] | None = None,
+        kind: str = "record",
+    ) -> None:
         self.name = name
         self.namespace = namespace
         self.aliases = aliases
@@ -121,8 +127,9 @@ class Record(Named):
 class Enum(Named):
     type = "enum"
 
-    def __init__(self, name: str, namespace: str | None, aliases: list[str], symbols: list[str],
-                 default: str | None = None) -> None:
+    def __init__(
+        self, name: str, namespace: str | None, aliases: list[str], symbols: list[str], default: str | None = None
+    ) -> None:
         self.name = name
         self.namespace = namespace
         self.aliases = aliases
@@ -133,8 +140,16 @@ class Enum(Named):
 class Fixed(Named):
     type = "fixed"
 
-    def __init__(self, name: str, namespace: str | None, aliases: list[str], size: int, logical: str | None = None,
-                 precision: int = 0, scale: int = 0) -> None:
+    def __init__(
+        self,
+        name: str,
+        namespace: str | None,
+        aliases: list[str],
+        size: int,
+        logical: str | None = None,
+        precision: int = 0,
+        scale: int = 0,
+    ) -> None:
         self.name = name
         self.namespace = namespace
         self.aliases = aliases
@@ -204,7 +219,7 @@ def _max_precision(size: int) -> int:
     return int(math.floor(math.log10(2 ** (8 * size - 1) - 1)))
 
 
-def _decimal_params(obj: dict, size: int | None) -> tuple[int, int] | None:
+def _decimal_params(obj: dict[str, Any], size: int | None) -> tuple[int, int] | None:
     precision, scale = obj.get("precision"), obj.get("scale", 0)
     if not isinstance(precision, int) or isinstance(precision, bool) or precision <= 0:
         return None
@@ -217,7 +232,7 @@ def _decimal_params(obj: dict, size: int | None) -> tuple[int, int] | None:
     return precision, scale
 
 
-def _primitive_logical(type_: str, obj: dict) -> Primitive:
+def _primitive_logical(type_: str, obj: dict[str, Any]) -> Primitive:
     lt = obj.get("logicalType")
     if isinstance(lt, str):
         if type_ == "int" and lt in _INT_LOGICAL:
@@ -237,13 +252,15 @@ def _primitive_logical(type_: str, obj: dict) -> Primitive:
 
 
 class _Parser:
-    def __init__(self) -> None:
+    def __init__(self, allow_recursion: bool = False) -> None:
         self.names: dict[str, Named] = {}
         self.in_progress: set[str] = set()
+        self.allow_recursion = allow_recursion
 
     def _split(self, name: Any, namespace: Any, enclosing: str | None, what: str) -> tuple[str, str | None]:
         if not isinstance(name, str) or not name:
             raise SchemaError(f"{what} needs a non-empty string 'name', got {name!r}")
+        ns: str | None
         if "." in name:
             ns, _, short = name.rpartition(".")
         else:
@@ -262,7 +279,7 @@ class _Parser:
                     raise SchemaError(f"invalid Avro namespace {ns!r}")
         return short, (ns or None)
 
-    def _aliases(self, obj: dict, ns: str | None) -> list[str]:
+    def _aliases(self, obj: dict[str, Any], ns: str | None) -> list[str]:
         aliases = obj.get("aliases", [])
         if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
             raise SchemaError(f"aliases must be a list of strings, got {aliases!r}")
@@ -278,13 +295,13 @@ class _Parser:
     def _lookup(self, name: str, ns: str | None) -> Named:
         candidates = [name] if "." in name else ([f"{ns}.{name}", name] if ns else [name])
         for c in candidates:
-            if c in self.in_progress:
+            if c in self.in_progress and not self.allow_recursion:
                 raise SchemaError(
                     f"recursive schema: type {c!r} refers to itself; a recursive type has no fixed Arrow type"
                 )
             if c in self.names:
                 return self.names[c]
-        raise SchemaError(f"unknown type {name!r}")
+        raise SchemaError(f"unknown Avro type {name!r}")
 
     def parse(self, obj: Any, ns: str | None) -> Schema:
         if isinstance(obj, Schema):
@@ -295,14 +312,14 @@ class _Parser:
             return self._lookup(obj, ns)
         if isinstance(obj, list):
             branches = [self.parse(b, ns) for b in obj]
-            seen = set()
+            branch_keys: set[str] = set()
             for b in branches:
                 if isinstance(b, Union):
                     raise SchemaError("a union may not immediately contain another union")
                 key = b.fullname if isinstance(b, Named) else b.type
-                if key in seen:
-                    raise SchemaError(f"union contains {key!r} twice")
-                seen.add(key)
+                if key in branch_keys:
+                    raise SchemaError(f"duplicate branch {key!r} in union")
+                branch_keys.add(key)
             return Union(branches)
         if not isinstance(obj, dict):
             raise SchemaError(f"cannot parse {obj!r} as an Avro schema")
@@ -328,7 +345,7 @@ class _Parser:
                 if not isinstance(fname, str) or not _NAME.match(fname):
                     raise SchemaError(f"invalid field name {fname!r} in record {node.fullname!r}")
                 if fname in seen:
-                    raise SchemaError(f"record {node.fullname!r} has two fields named {fname!r}")
+                    raise SchemaError(f"field {fname!r} appears twice in record {node.fullname!r}")
                 seen.add(fname)
                 if "type" not in f:
                     raise SchemaError(f"field {node.fullname}.{fname} has no 'type'")
@@ -349,24 +366,24 @@ class _Parser:
             default = obj.get("default")
             if default is not None and default not in symbols:
                 raise SchemaError(f"enum {name!r} default {default!r} is not one of its symbols")
-            node = Enum(name, ens, self._aliases(obj, ens), list(symbols), default)
-            self._register(node)
-            return node
+            enum = Enum(name, ens, self._aliases(obj, ens), list(symbols), default)
+            self._register(enum)
+            return enum
         if t == "fixed":
             name, fns = self._split(obj.get("name"), obj.get("namespace"), ns, "fixed")
             size = obj.get("size")
             if not isinstance(size, int) or isinstance(size, bool) or size < 0:
                 raise SchemaError(f"fixed {name!r} needs a non-negative integer 'size', got {size!r}")
-            node = Fixed(name, fns, self._aliases(obj, fns), size)
+            fixed = Fixed(name, fns, self._aliases(obj, fns), size)
             lt = obj.get("logicalType")
             if lt == "decimal":
                 params = _decimal_params(obj, size)
                 if params:
-                    node.logical, (node.precision, node.scale) = "decimal", params
+                    fixed.logical, (fixed.precision, fixed.scale) = "decimal", params
             elif lt == "duration" and size == 12:
-                node.logical = "duration"
-            self._register(node)
-            return node
+                fixed.logical = "duration"
+            self._register(fixed)
+            return fixed
         if t == "array":
             if "items" not in obj:
                 raise SchemaError("array schema needs 'items'")
@@ -378,10 +395,10 @@ class _Parser:
         if isinstance(t, str):
             # a reference written as {"type": "Name"}
             return self._lookup(t, ns)
-        raise SchemaError(f"schema object without a valid 'type': {obj!r}")
+        raise SchemaError(f"schema object without a 'type' naming an Avro type: {obj!r}")
 
 
-def parse(schema: Any) -> Schema:
+def parse(schema: Any, *, allow_recursion: bool = False) -> Schema:
     """Parse an Avro schema.
 
     Parameters
@@ -389,6 +406,10 @@ def parse(schema: Any) -> Schema:
     schema : str, dict, list or Schema
         JSON text (or a bare primitive name such as ``"long"``), the decoded JSON value, or an
         already parsed schema (returned unchanged).
+    allow_recursion : bool, default False
+        Accept named types that refer to themselves; the nodes then form a cycle. The
+        compatibility rules (:mod:`pulsar_codec.formats.avro.compat`) follow such schemas; the
+        decoder refuses them, as they have no fixed Arrow type.
 
     Returns
     -------
@@ -413,7 +434,7 @@ def parse(schema: Any) -> Schema:
                 schema = json.loads(text)
             except ValueError as exc:
                 raise SchemaError(f"schema is not valid JSON: {exc}") from None
-    return _Parser().parse(schema, None)
+    return _Parser(allow_recursion).parse(schema, None)
 
 
 def to_json(node: Schema, _seen: set[str] | None = None) -> Any:

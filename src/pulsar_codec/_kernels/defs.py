@@ -1,0 +1,355 @@
+"""The numbers both kernel twins agree on: status codes, protocol kinds, modes, op codes, limits.
+
+The pure twins import them from here; the compiled twins cimport the same names from ``defs.pxd``,
+which takes each value from the C headers in ``csrc/`` (``pc_status.h``, ``pc_defs.h``), so the C
+loops, the Cython drivers and the Python code read one definition each. ``tests/test_kernels_defs.py``
+parses those headers and checks this module against them name by name: ``PC_X`` in C is ``X`` here
+(the Avro names ``K_*``, ``O_*`` and ``E_*`` are spelled the same on both sides), and every integer
+here has its C counterpart. :class:`pulsar_codec.errors.ErrorCode` takes its values from this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+__all__ = [
+    # status codes (csrc/pc_status.h)
+    "OK",
+    "WIRE_BAD_MAGIC",
+    "WIRE_SHORT_PREFIX",
+    "WIRE_UNKNOWN_PROTOCOL",
+    "WIRE_INDEX_COUNT",
+    "WIRE_VARINT_TOO_LONG",
+    "WIRE_TRUNCATED_INDEXES",
+    "WIRE_EMPTY",
+    "WIRE_BAD_HEADER_LENGTH",
+    "KV_TRUNCATED_LENGTH",
+    "KV_NEGATIVE_LENGTH",
+    "KV_LENGTH_PAST_END",
+    "KV_TRAILING_BYTES",
+    "KV_INVALID_BASE64",
+    "PRIM_BAD_LENGTH",
+    "PRIM_INVALID_UTF8",
+    "PRIM_OUT_OF_RANGE",
+    "PRIM_UNDECODABLE",
+    "AVRO_TRUNCATED",
+    "AVRO_VARINT_TOO_LONG",
+    "AVRO_INT_OUT_OF_RANGE",
+    "AVRO_BAD_UNION_INDEX",
+    "AVRO_BAD_ENUM_INDEX",
+    "AVRO_INVALID_UTF8",
+    "AVRO_TRAILING_BYTES",
+    "AVRO_NEGATIVE_LENGTH",
+    "AVRO_LENGTH_PAST_END",
+    "AVRO_BLOCK_COUNT_TOO_LARGE",
+    "AVRO_DECIMAL_OVERFLOW",
+    "AVRO_UNKNOWN_ENUM_SYMBOL",
+    "AVRO_UNRESOLVED_UNION_BRANCH",
+    "AVRO_NEGATIVE_BLOCK_SIZE",
+    "AVRO_BAD_BOOLEAN",
+    "AVRO_DEPTH_EXCEEDED",
+    "AVRO_DURATION_OUT_OF_RANGE",
+    "AVRO_OUTPUT_TOO_LARGE",
+    "JSON_INVALID",
+    # wire-prefix protocols (csrc/pc_defs.h from here on)
+    "KIND_CONFLUENT",
+    "KIND_CONFLUENT_PROTOBUF",
+    "KIND_CONFLUENT_GUID",
+    "KIND_CONFLUENT_GUID_PROTOBUF",
+    "KIND_HORTONWORKS",
+    "KIND_APICURIO",
+    "KIND_APICURIO_V3",
+    "MAX_INDEXES",
+    # KeyValue layouts
+    "MODE_INLINE",
+    "MODE_INLINE_CPP",
+    "MODE_SCHEMA_ID",
+    # Pulsar primitives
+    "KIND_BOOLEAN",
+    "KIND_INT8",
+    "KIND_INT16",
+    "KIND_INT32",
+    "KIND_INT64",
+    "KIND_FLOAT",
+    "KIND_DOUBLE",
+    "KIND_TIME",
+    "KIND_INSTANT",
+    "KIND_LOCAL_DATE",
+    "KIND_LOCAL_TIME",
+    "KIND_LOCAL_DATE_TIME",
+    "WIDTHS",
+    "DTYPES",
+    "MS_PER_DAY",
+    "NS_PER_S",
+    "NS_PER_DAY",
+    # Avro decoding
+    "K_NULL",
+    "K_BOOL",
+    "K_I32",
+    "K_I64",
+    "K_F32",
+    "K_F64",
+    "K_RAW",
+    "K_BIN",
+    "K_LIST",
+    "K_MAP",
+    "K_STRUCT",
+    "K_UNION",
+    "O_NULL",
+    "O_BOOL",
+    "O_INT",
+    "O_LONG",
+    "O_FLOAT",
+    "O_DOUBLE",
+    "O_INT_L",
+    "O_INT_F",
+    "O_INT_D",
+    "O_LONG_F",
+    "O_LONG_D",
+    "O_FLOAT_D",
+    "O_STRING",
+    "O_BYTES",
+    "O_FIXED",
+    "O_ENUM",
+    "O_DEC_BYTES",
+    "O_DEC_FIXED",
+    "O_DURATION",
+    "O_RECORD",
+    "O_ARRAY",
+    "O_MAP",
+    "O_UNION",
+    "O_SELECT",
+    "O_NULLFILL",
+    "O_DEFAULT",
+    "O_BRANCH_ERR",
+    "O_SK_NOP",
+    "O_SK_BOOL",
+    "O_SK_VARINT",
+    "O_SK_F32",
+    "O_SK_F64",
+    "O_SK_BYTES",
+    "O_SK_FIXED",
+    "O_SK_ARRAY",
+    "O_SK_MAP",
+    "O_SK_RECORD",
+    "O_SK_UNION",
+    "ZERO_SIZE_ITEM_LIMIT",
+    # Avro encoding
+    "E_NULL",
+    "E_BOOL",
+    "E_INT",
+    "E_LONG",
+    "E_FLOAT",
+    "E_DOUBLE",
+    "E_BYTES",
+    "E_FIXED",
+    "E_ENUM",
+    "E_RECORD",
+    "E_ARRAY",
+    "E_MAP",
+    "E_OPTION",
+    "E_DEC_BYTES",
+    "E_DEC_FIXED",
+    "ENC_NULL_VALUE",
+    "ENC_NOT_NULL",
+    "ENC_INT_RANGE",
+    "ENC_FLOAT_RANGE",
+    "ENC_FIXED_SIZE",
+    "ENC_ENUM_SYMBOL",
+    "ENC_DECIMAL_SIZE",
+    "ENC_TOO_LARGE",
+]
+
+# -- status codes: what a kernel reports with (code, index, offset, detail) -------------------------
+OK: Final = 0
+# wire prefixes: 1-19
+WIRE_BAD_MAGIC: Final = 1
+WIRE_SHORT_PREFIX: Final = 2
+WIRE_UNKNOWN_PROTOCOL: Final = 3
+WIRE_INDEX_COUNT: Final = 4
+WIRE_VARINT_TOO_LONG: Final = 5
+WIRE_TRUNCATED_INDEXES: Final = 6
+WIRE_EMPTY: Final = 7
+WIRE_BAD_HEADER_LENGTH: Final = 8
+# Pulsar KeyValue payloads and ids: 20-29
+KV_TRUNCATED_LENGTH: Final = 20
+KV_NEGATIVE_LENGTH: Final = 21
+KV_LENGTH_PAST_END: Final = 22
+KV_TRAILING_BYTES: Final = 23
+KV_INVALID_BASE64: Final = 24
+# Pulsar primitives: 30-39
+PRIM_BAD_LENGTH: Final = 30
+PRIM_INVALID_UTF8: Final = 31
+PRIM_OUT_OF_RANGE: Final = 32
+PRIM_UNDECODABLE: Final = 33
+# Avro bodies: 40-79
+AVRO_TRUNCATED: Final = 40
+AVRO_VARINT_TOO_LONG: Final = 41
+AVRO_INT_OUT_OF_RANGE: Final = 42
+AVRO_BAD_UNION_INDEX: Final = 43
+AVRO_BAD_ENUM_INDEX: Final = 44
+AVRO_INVALID_UTF8: Final = 45
+AVRO_TRAILING_BYTES: Final = 46
+AVRO_NEGATIVE_LENGTH: Final = 47
+AVRO_LENGTH_PAST_END: Final = 48
+AVRO_BLOCK_COUNT_TOO_LARGE: Final = 49
+AVRO_DECIMAL_OVERFLOW: Final = 50
+AVRO_UNKNOWN_ENUM_SYMBOL: Final = 51
+AVRO_UNRESOLVED_UNION_BRANCH: Final = 52
+AVRO_NEGATIVE_BLOCK_SIZE: Final = 53
+AVRO_BAD_BOOLEAN: Final = 54
+AVRO_DEPTH_EXCEEDED: Final = 55
+AVRO_DURATION_OUT_OF_RANGE: Final = 56
+AVRO_OUTPUT_TOO_LARGE: Final = 57
+# JSON payloads (external JSON schemas): 80-89
+JSON_INVALID: Final = 80
+
+# -- registry wire-prefix protocols (pulsar_codec.wire.Protocol.kind) -------------------------------
+KIND_CONFLUENT: Final = 1
+KIND_CONFLUENT_PROTOBUF: Final = 2
+KIND_CONFLUENT_GUID: Final = 3
+KIND_CONFLUENT_GUID_PROTOBUF: Final = 4
+KIND_HORTONWORKS: Final = 5
+KIND_APICURIO: Final = 6
+KIND_APICURIO_V3: Final = 7
+# longest Protobuf message-index array a prefix may declare (and the encoder may write)
+MAX_INDEXES: Final = 100_000
+
+# -- two-part KeyValue layouts: what a negative or zero length means --------------------------------
+MODE_INLINE: Final = 1  # Java KeyValue: -1 is null, 0 is empty
+MODE_INLINE_CPP: Final = 2  # C++ KeyValueImpl: -1 reads as empty
+MODE_SCHEMA_ID: Final = 3  # PIP-420 KeyValue schema id: 0 and -1 are "no id"
+
+# -- Pulsar primitive payloads -----------------------------------------------------------------------
+KIND_BOOLEAN: Final = 1  # uint8 0/1, any non-zero byte is true
+KIND_INT8: Final = 2
+KIND_INT16: Final = 3
+KIND_INT32: Final = 4
+KIND_INT64: Final = 5  # also DATE / TIMESTAMP (epoch milliseconds)
+KIND_FLOAT: Final = 6  # bits kept exactly
+KIND_DOUBLE: Final = 7
+KIND_TIME: Final = 8  # epoch milliseconds -> int32 millisecond of the UTC day (floor modulo)
+KIND_INSTANT: Final = 9  # i64 seconds || i32 nanos -> int64 nanoseconds
+KIND_LOCAL_DATE: Final = 10  # i64 epoch day -> int32
+KIND_LOCAL_TIME: Final = 11  # i64 nanosecond of the day, 0 <= v < 86400e9
+KIND_LOCAL_DATE_TIME: Final = 12  # i64 epoch day || i64 nanosecond of the day -> int64 nanoseconds
+
+# payload bytes per kind
+WIDTHS: Final[Mapping[int, int]] = {
+    KIND_BOOLEAN: 1,
+    KIND_INT8: 1,
+    KIND_INT16: 2,
+    KIND_INT32: 4,
+    KIND_INT64: 8,
+    KIND_FLOAT: 4,
+    KIND_DOUBLE: 8,
+    KIND_TIME: 8,
+    KIND_INSTANT: 12,
+    KIND_LOCAL_DATE: 8,
+    KIND_LOCAL_TIME: 8,
+    KIND_LOCAL_DATE_TIME: 16,
+}
+# numpy dtype of the decoded column per kind
+DTYPES: Final[Mapping[int, str]] = {
+    KIND_BOOLEAN: "uint8",
+    KIND_INT8: "int8",
+    KIND_INT16: "int16",
+    KIND_INT32: "int32",
+    KIND_INT64: "int64",
+    KIND_FLOAT: "float32",
+    KIND_DOUBLE: "float64",
+    KIND_TIME: "int32",
+    KIND_INSTANT: "int64",
+    KIND_LOCAL_DATE: "int32",
+    KIND_LOCAL_TIME: "int64",
+    KIND_LOCAL_DATE_TIME: "int64",
+}
+MS_PER_DAY: Final = 86_400_000
+NS_PER_S: Final = 1_000_000_000
+NS_PER_DAY: Final = 86_400_000_000_000
+
+# -- Avro decoding: column builder (slot) kinds ------------------------------------------------------
+K_NULL: Final = 0
+K_BOOL: Final = 1
+K_I32: Final = 2
+K_I64: Final = 3
+K_F32: Final = 4
+K_F64: Final = 5
+K_RAW: Final = 6
+K_BIN: Final = 7
+K_LIST: Final = 8
+K_MAP: Final = 9
+K_STRUCT: Final = 10
+K_UNION: Final = 11
+
+# -- Avro decoding: op codes of the flat program pulsar_codec.formats.avro.plan builds -------------
+O_NULL: Final = 1
+O_BOOL: Final = 2
+O_INT: Final = 3
+O_LONG: Final = 4
+O_FLOAT: Final = 5
+O_DOUBLE: Final = 6
+O_INT_L: Final = 7
+O_INT_F: Final = 8
+O_INT_D: Final = 9
+O_LONG_F: Final = 10
+O_LONG_D: Final = 11
+O_FLOAT_D: Final = 12
+O_STRING: Final = 13
+O_BYTES: Final = 14
+O_FIXED: Final = 15
+O_ENUM: Final = 16
+O_DEC_BYTES: Final = 17
+O_DEC_FIXED: Final = 18
+O_DURATION: Final = 19
+O_RECORD: Final = 20
+O_ARRAY: Final = 21
+O_MAP: Final = 22
+O_UNION: Final = 23
+O_SELECT: Final = 24
+O_NULLFILL: Final = 25
+O_DEFAULT: Final = 26
+O_BRANCH_ERR: Final = 27
+# skips of writer-only data
+O_SK_NOP: Final = 30
+O_SK_BOOL: Final = 31
+O_SK_VARINT: Final = 32
+O_SK_F32: Final = 33
+O_SK_F64: Final = 34
+O_SK_BYTES: Final = 35
+O_SK_FIXED: Final = 36
+O_SK_ARRAY: Final = 37
+O_SK_MAP: Final = 38
+O_SK_RECORD: Final = 39
+O_SK_UNION: Final = 40
+
+# Items that occupy no bytes (null, empty records, fixed(0)) cannot be bounded by the bytes left,
+# so one message may hold at most this many of them in all its arrays and maps.
+ZERO_SIZE_ITEM_LIMIT: Final = 1 << 20
+
+# -- Avro encoding: node codes of the program pulsar_codec.formats.avro.encoder binds ---------------
+E_NULL: Final = 1
+E_BOOL: Final = 2
+E_INT: Final = 3
+E_LONG: Final = 4
+E_FLOAT: Final = 5
+E_DOUBLE: Final = 6
+E_BYTES: Final = 7
+E_FIXED: Final = 8
+E_ENUM: Final = 9
+E_RECORD: Final = 10
+E_ARRAY: Final = 11
+E_MAP: Final = 12
+E_OPTION: Final = 13
+E_DEC_BYTES: Final = 14
+E_DEC_FIXED: Final = 15
+# Avro encoding: statuses (the encoder turns them into EncodeError)
+ENC_NULL_VALUE: Final = 1  # null where the schema has no null
+ENC_NOT_NULL: Final = 2  # a value where the schema is "null"
+ENC_INT_RANGE: Final = 3  # outside the Avro int range
+ENC_FLOAT_RANGE: Final = 4  # finite double that overflows a float
+ENC_FIXED_SIZE: Final = 5  # fixed_size_binary width differs from the Avro fixed size
+ENC_ENUM_SYMBOL: Final = 6  # a string that is not a symbol of the enum
+ENC_DECIMAL_SIZE: Final = 7  # unscaled decimal does not fit the Avro fixed
+ENC_TOO_LARGE: Final = 8  # output over 2 GiB (int32 offsets)

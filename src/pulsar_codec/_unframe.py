@@ -1,0 +1,143 @@
+"""The wire-prefix step of :mod:`pulsar_codec.pipeline`: schema ids and payload starts per row.
+
+Two paths: a batch with one schema id and valid fixed-size prefixes needs only the distinct ids
+(:func:`single_id`; the payload format then skips the prefix itself); anything else is unframed
+row by row (:func:`unframe_parts`), resuming after bad prefixes when asked to keep going.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import numpy as np
+
+from . import wire
+from ._arrow import Chunk
+from ._kernels import _backend
+from .errors import error_for, raise_for
+
+__all__ = ["PREFIX_SIZE", "registry_key", "row_keys", "single_id", "unframe_parts", "wide"]
+
+# protocols whose prefix has one fixed size: the one-id fast path applies to them
+PREFIX_SIZE = {wire.CONFLUENT.kind: 5, wire.CONFLUENT_GUID.kind: 17, wire.APICURIO.kind: 9, wire.APICURIO_V3.kind: 5}
+_GUID_KEY = np.dtype([("hi", "<u8"), ("lo", "<u8")])
+_HW_KEY = np.dtype([("meta", "u1"), ("id", "<i8"), ("version", "<i4")])
+# rows the wire kernel is first handed again after a bad prefix (see unframe_parts)
+_RESUME_WINDOW = 64
+
+
+def wide(chunk: Chunk) -> Chunk:
+    """``chunk`` with int64 offsets (a copy of the offsets only when they are int32)."""
+    if chunk.offsets.dtype == np.int64:
+        return chunk
+    return Chunk(chunk.data, chunk.offsets.astype(np.int64), chunk.validity, chunk.row)
+
+
+def unframe_parts(chunk: Chunk, protocol: wire.Protocol, keep_going: bool, wire_errors: list[tuple[Any, ...]]) -> Any:
+    """Schema-id fields and payload starts of one chunk: ``(ids, guids, versions, protocols, starts,
+    valid)`` (guids / versions / protocols None when the protocol has none). With keep_going, a bad
+    prefix makes its row null and the wire kernel resumes after it on a window of rows that doubles
+    while the rows are clean, so the kernel walks O(n) rows in all, however many rows are bad)."""
+    kernels = _backend.active().wire
+    chunk = wide(chunk)
+    n = chunk.length
+    result = kernels.unframe(chunk.data, chunk.offsets, chunk.validity, protocol.kind, 0, False)
+    if result[0] is None:  # the common case: one pass, no copies
+        return result[1], result[2], result[3], result[4], result[5], chunk.validity
+    ids = np.zeros(n, dtype=np.int64)
+    guids = None if result[2] is None else np.zeros(16 * n, dtype=np.uint8)
+    versions = None if result[3] is None else np.zeros(n, dtype=np.int32)
+    protos = None if result[4] is None else np.zeros(n, dtype=np.uint8)
+    starts = chunk.offsets[1:].copy()
+    valid = np.ones(n, dtype=bool) if chunk.validity is None else chunk.validity.copy()
+    lo = 0
+    hi = n
+    window = _RESUME_WINDOW
+    while lo < n:
+        if lo:
+            # resume on a window of rows, doubled after every clean window: handing the kernel the
+            # whole rest after each bad row would make a batch of bad rows cost O(n^2)
+            hi = min(n, lo + window)
+            result = kernels.unframe(
+                chunk.data,
+                chunk.offsets[lo : hi + 1],
+                None if chunk.validity is None else valid[lo:hi],
+                protocol.kind,
+                0,
+                False,
+            )
+        error = result[0]
+        stop = hi if error is None else lo + error[1]
+        ids[lo:stop] = result[1][: stop - lo]
+        if guids is not None:
+            guids[16 * lo : 16 * stop] = result[2][: 16 * (stop - lo)]
+        if versions is not None and protos is not None:
+            versions[lo:stop] = result[3][: stop - lo]
+            protos[lo:stop] = result[4][: stop - lo]
+        starts[lo:stop] = result[5][: stop - lo]
+        if error is None:
+            lo = hi
+            window *= 2
+            continue
+        code, index, offset, detail = error
+        row = chunk.row + lo + index
+        if not keep_going:
+            raise_for(code, row, offset, detail, expected=protocol.expected, protocol=protocol.name)
+        exc = error_for(code, row, offset, detail, expected=protocol.expected, protocol=protocol.name)
+        wire_errors.append((code, row, offset, detail, str(exc)))
+        valid[stop] = False
+        starts[stop] = chunk.offsets[stop + 1]
+        lo = stop + 1
+        window = _RESUME_WINDOW
+    return ids, guids, versions, protos, starts, (None if valid.all() else valid)
+
+
+def row_keys(protocol: wire.Protocol, ids: Any, guids: Any, versions: Any, protos: Any) -> np.ndarray:
+    """One sortable registry key per row: int64 ids, GUIDs as two big-endian words, Hortonworks
+    rows as (is protocol 1, id, version)."""
+    if guids is not None:
+        words = guids.view(">u8").reshape(-1, 2)  # big-endian words sort like the GUID bytes
+        keys = np.empty(len(words), dtype=_GUID_KEY)
+        keys["hi"] = words[:, 0]
+        keys["lo"] = words[:, 1]
+        return keys
+    if protos is not None and (protos == 1).any():
+        keys = np.zeros(len(ids), dtype=_HW_KEY)
+        keys["meta"] = protos == 1
+        keys["id"] = ids
+        keys["version"] = np.where(protos == 1, versions, 0)
+        return keys
+    return np.asarray(ids)
+
+
+def registry_key(key: Any) -> Any:
+    """What the registry is asked for: an int id, a ``uuid.UUID``, or ``(metadata_id, version)``."""
+    if isinstance(key, (bytes, bytearray)):
+        return uuid.UUID(bytes=bytes(key))
+    if isinstance(key, np.void):
+        if key.dtype.names == _GUID_KEY.names:
+            return uuid.UUID(int=(int(key["hi"]) << 64) | int(key["lo"]))
+        if key["meta"]:
+            return (int(key["id"]), int(key["version"]))
+        return int(key["id"])
+    if isinstance(key, (uuid.UUID, tuple)):
+        return key
+    return int(key)
+
+
+def single_id(chunks: list[Chunk], protocol: wire.Protocol) -> list[Any] | None:
+    """The distinct schema ids of a batch whose prefixes all have one fixed size, all valid and at
+    most one id; None when the general path is needed (an error, several ids, another protocol)."""
+    if protocol.kind not in PREFIX_SIZE:
+        return None
+    kernels = _backend.active().wire
+    found: set[Any] = set()
+    for c in chunks:
+        error, ids = kernels.distinct_ids(c.data, c.offsets, c.validity, protocol.kind, 1)
+        if error is not None or ids is None:
+            return None
+        found.update(ids)
+        if len(found) > 1:
+            return None
+    return sorted(found)

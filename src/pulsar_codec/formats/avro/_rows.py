@@ -1,0 +1,296 @@
+"""The row path of the Avro encoder: one closure per schema node over Python values.
+
+Used for the Arrow/Avro pairings the columnar binding does not cover, and to word the error of a
+row the encode kernel stopped at (so both paths raise the same
+:class:`~pulsar_codec.errors.EncodeError` text).
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import struct
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from ...errors import EncodeError
+from .schema import Array, Enum, Fixed, Map, Primitive, Record, Schema, Union
+
+__all__ = ["accepts", "row_writer"]
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_EPOCH_NAIVE = datetime.datetime(1970, 1, 1)
+_EPOCH_DATE = datetime.date(1970, 1, 1)
+_pack_f = struct.Struct("<f").pack
+_pack_d = struct.Struct("<d").pack
+
+
+def _zz(out: bytearray, n: int) -> None:
+    if not -(1 << 63) <= n < (1 << 63):  # masking would silently write another number
+        raise OverflowError(f"{n} does not fit an Avro long")
+    v = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _zz_int(out: bytearray, n: int) -> None:
+    if not -(1 << 31) <= n < (1 << 31):
+        raise OverflowError(f"{n} does not fit an Avro int")
+    _zz(out, n)
+
+
+def _since_epoch(v: Any, unit: int, tz: bool) -> int:
+    if isinstance(v, int):
+        return v
+    if hasattr(v, "value") and isinstance(v.value, int):  # pandas Timestamp: exact nanoseconds
+        return int(v.value) * unit // 1_000_000_000
+    if isinstance(v, datetime.datetime):
+        if v.tzinfo is None:
+            delta = v - _EPOCH_NAIVE
+        else:
+            delta = v - _EPOCH
+        return (delta.days * 86400 + delta.seconds) * unit + delta.microseconds * unit // 1_000_000
+    raise TypeError(f"cannot write {v!r} as a timestamp")
+
+
+def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # noqa: C901 - one case per type
+    if isinstance(node, Union):
+        branches = [(b, row_writer(b, f"{path}[{i}]")) for i, b in enumerate(node.branches)]
+
+        def w_union(v: Any, out: bytearray) -> None:
+            for i, (b, f) in enumerate(branches):
+                if accepts(b, v):
+                    _zz(out, i)
+                    f(v, out)
+                    return
+            raise EncodeError(f"{path}: {v!r} matches no branch of the union")
+
+        return w_union
+    if isinstance(node, Record):
+        fields = [(f.name, row_writer(f.type, f"{path}.{f.name}")) for f in node.fields]
+
+        def w_record(v: Any, out: bytearray) -> None:
+            if not isinstance(v, dict):
+                raise EncodeError(f"{path}: expected a record (dict), got {v!r}")
+            for name, f in fields:
+                f(v.get(name), out)
+
+        return w_record
+    if isinstance(node, Enum):
+        index = {s: i for i, s in enumerate(node.symbols)}
+
+        def w_enum(v: Any, out: bytearray) -> None:
+            try:
+                _zz(out, index[v])
+            except (KeyError, TypeError):
+                raise EncodeError(f"{path}: {v!r} is not a symbol of enum {node.fullname}") from None
+
+        return w_enum
+    if isinstance(node, Array):
+        item = row_writer(node.items, f"{path}[]")
+
+        def w_array(v: Any, out: bytearray) -> None:
+            if v is None:
+                raise EncodeError(f"{path}: null is not an array")
+            if len(v):
+                _zz(out, len(v))
+                for x in v:
+                    item(x, out)
+            out.append(0)
+
+        return w_array
+    if isinstance(node, Map):
+        value = row_writer(node.values, f"{path}{{}}")
+
+        def w_map(v: Any, out: bytearray) -> None:
+            if v is None:
+                raise EncodeError(f"{path}: null is not a map")
+            items = v.items() if isinstance(v, dict) else v
+            items = list(items)
+            if items:
+                _zz(out, len(items))
+                for k, x in items:
+                    kb = str(k).encode("utf-8")
+                    _zz(out, len(kb))
+                    out += kb
+                    value(x, out)
+            out.append(0)
+
+        return w_map
+    if isinstance(node, Fixed):
+        size = node.size
+        if node.logical == "decimal":
+            scale = node.scale
+
+            def w_dec_fixed(v: Any, out: bytearray) -> None:
+                try:
+                    out += _unscaled(v, scale, path).to_bytes(size, "big", signed=True)
+                except OverflowError:
+                    raise EncodeError(f"{path}: {v!r} does not fit in {size} bytes") from None
+
+            return w_dec_fixed
+        if node.logical == "duration":
+
+            def w_duration(v: Any, out: bytearray) -> None:
+                months, days, nanos = (v.months, v.days, v.nanoseconds) if hasattr(v, "months") else v
+                out += struct.pack("<III", months, days, nanos // 1_000_000)
+
+            return _guarded(w_duration, path, "duration")
+
+        def w_fixed(v: Any, out: bytearray) -> None:
+            if not isinstance(v, (bytes, bytearray)) or len(v) != size:
+                raise EncodeError(f"{path}: expected {size} bytes, got {v!r}")
+            out += v
+
+        return w_fixed
+    assert isinstance(node, Primitive)
+    t, lt = node.type, node.logical
+    if lt == "decimal":
+        scale = node.scale
+
+        def w_dec(v: Any, out: bytearray) -> None:
+            n = _unscaled(v, scale, path)
+            data = n.to_bytes((n.bit_length() + 8) // 8 or 1, "big", signed=True)
+            _zz(out, len(data))
+            out += data
+
+        return w_dec
+    # date and time-millis annotate an Avro int: a value past 32 bits is not a valid encoding
+    zz = _zz_int if t == "int" else _zz
+    if lt == "date":
+        return _guarded(
+            lambda v, out: zz(out, (v - _EPOCH_DATE).days if isinstance(v, datetime.date) else int(v)), path, lt
+        )
+    if lt in ("time-millis", "time-micros"):
+        unit = 1000 if lt == "time-millis" else 1_000_000
+
+        def w_time(v: Any, out: bytearray) -> None:
+            if isinstance(v, datetime.time):
+                us = ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
+                v = us * unit // 1_000_000
+            zz(out, int(v))
+
+        return _guarded(w_time, path, lt)
+    if lt and "timestamp" in lt:
+        unit = {"millis": 1000, "micros": 1_000_000, "nanos": 1_000_000_000}[lt.rsplit("-", 1)[1]]
+        return _guarded(lambda v, out: _zz(out, _since_epoch(v, unit, True)), path, lt)
+    if t == "null":
+
+        def w_null(v: Any, out: bytearray) -> None:
+            if v is not None:
+                raise EncodeError(f"{path}: expected null, got {v!r}")
+
+        return w_null
+    if t == "boolean":
+
+        def w_bool(v: Any, out: bytearray) -> None:
+            if not isinstance(v, bool):
+                raise EncodeError(f"{path}: expected a boolean, got {v!r}")
+            out.append(1 if v else 0)
+
+        return w_bool
+    if t in ("int", "long"):
+        lim = 2**31 if t == "int" else 2**63
+
+        def w_int(v: Any, out: bytearray) -> None:
+            if not isinstance(v, int) or isinstance(v, bool) or not -lim <= v < lim:
+                raise EncodeError(f"{path}: {v!r} is not a valid {t}")
+            _zz(out, v)
+
+        return w_int
+    if t in ("float", "double"):
+        pack = _pack_f if t == "float" else _pack_d
+
+        def w_float(v: Any, out: bytearray) -> None:
+            try:
+                out += pack(v)
+            except (struct.error, TypeError, OverflowError):
+                raise EncodeError(f"{path}: {v!r} is not a valid {t}") from None
+
+        return w_float
+    if t == "string":
+
+        def w_string(v: Any, out: bytearray) -> None:
+            if isinstance(v, uuid.UUID):
+                v = str(v)
+            if not isinstance(v, str):
+                raise EncodeError(f"{path}: expected a string, got {v!r}")
+            data = v.encode("utf-8")
+            _zz(out, len(data))
+            out += data
+
+        return w_string
+
+    def w_bytes(v: Any, out: bytearray) -> None:
+        if not isinstance(v, (bytes, bytearray)):
+            raise EncodeError(f"{path}: expected bytes, got {v!r}")
+        _zz(out, len(v))
+        out += v
+
+    return w_bytes
+
+
+def _guarded(fn: Callable[[Any, bytearray], None], path: str, what: str) -> Callable[[Any, bytearray], None]:
+    """A writer whose conversion errors (None, wrong types, out of range) become EncodeError."""
+
+    def w(v: Any, out: bytearray) -> None:
+        try:
+            fn(v, out)
+        except EncodeError:
+            raise
+        except (TypeError, ValueError, OverflowError, struct.error):
+            raise EncodeError(f"{path}: {v!r} is not a valid {what}") from None
+
+    return w
+
+
+def _unscaled(v: Any, scale: int, path: str) -> int:
+    if not isinstance(v, decimal.Decimal):
+        raise EncodeError(f"{path}: expected a Decimal, got {v!r}")
+    return int(v.scaleb(scale).to_integral_value())
+
+
+def accepts(node: Schema, v: Any) -> bool:
+    """Whether ``v`` is a Python value the row writer can write as ``node`` (picks union branches)."""
+    t = node.type
+    if v is None:
+        return t == "null"
+    if isinstance(node, Record):
+        return isinstance(v, dict) and all(k in {f.name for f in node.fields} for k in v)
+    if isinstance(node, Enum):
+        return isinstance(v, str) and v in node.symbols
+    if isinstance(node, Array):
+        return isinstance(v, (list, tuple)) and not (v and isinstance(v[0], tuple))
+    if isinstance(node, Map):
+        return isinstance(v, dict) or (isinstance(v, list) and all(isinstance(x, tuple) for x in v))
+    if isinstance(node, Fixed):
+        if node.logical == "decimal":
+            return isinstance(v, decimal.Decimal)
+        return isinstance(v, (bytes, bytearray)) and len(v) == node.size
+    lt = node.logical
+    if lt == "decimal":
+        return isinstance(v, decimal.Decimal)
+    if lt == "date":
+        return isinstance(v, datetime.date) and not isinstance(v, datetime.datetime)
+    if lt and "timestamp" in lt:
+        return isinstance(v, datetime.datetime)
+    if lt and lt.startswith("time-"):
+        return isinstance(v, datetime.time)
+    if t == "boolean":
+        return isinstance(v, bool)
+    if t in ("int", "long"):
+        return (
+            isinstance(v, int)
+            and not isinstance(v, bool)
+            and -(2 ** (31 if t == "int" else 63)) <= v < 2 ** (31 if t == "int" else 63)
+        )
+    if t in ("float", "double"):
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if t == "string":
+        return isinstance(v, (str, uuid.UUID))
+    if t == "bytes":
+        return isinstance(v, (bytes, bytearray))
+    return False

@@ -1,0 +1,134 @@
+"""Field defaults as Avro bytes: a reader-only field's default is encoded once, when the plan is
+built, and decoded with the reader's own program for every row."""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any
+
+from ...errors import SchemaError
+from .schema import Array, Enum, Fixed, Map, Record, Schema, Union
+
+__all__ = ["encode_default"]
+
+
+def _zz(n: int, out: bytearray) -> None:
+    v = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _latin1(value: Any, what: str) -> bytes:
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    if not isinstance(value, str):
+        raise ValueError(f"{what} default must be a string")
+    return value.encode("latin-1")
+
+
+def _enc(node: Schema, v: Any, out: bytearray) -> None:
+    if isinstance(node, Union):
+        errors = []
+        for i, b in enumerate(node.branches):
+            trial = bytearray()
+            try:
+                _zz(i, trial)
+                _enc(b, v, trial)
+            except (ValueError, TypeError, OverflowError, KeyError, struct.error) as exc:
+                errors.append(str(exc))
+                continue
+            out += trial
+            return
+        raise ValueError("default matches no union branch")
+    if isinstance(node, Record):
+        if not isinstance(v, dict):
+            raise ValueError("record default must be an object")
+        for f in node.fields:
+            if f.name in v:
+                _enc(f.type, v[f.name], out)
+            elif f.has_default:
+                _enc(f.type, f.default, out)
+            else:
+                raise ValueError(f"record default lacks field {f.name!r}")
+        return
+    if isinstance(node, Enum):
+        if v not in node.symbols:
+            raise ValueError(f"{v!r} is not a symbol of enum {node.fullname!r}")
+        _zz(node.symbols.index(v), out)
+        return
+    if isinstance(node, Array):
+        if not isinstance(v, list):
+            raise ValueError("array default must be a list")
+        if v:
+            _zz(len(v), out)
+            for item in v:
+                _enc(node.items, item, out)
+        out.append(0)
+        return
+    if isinstance(node, Map):
+        if not isinstance(v, dict):
+            raise ValueError("map default must be an object")
+        if v:
+            _zz(len(v), out)
+            for k, item in v.items():
+                kb = str(k).encode("utf-8")
+                _zz(len(kb), out)
+                out += kb
+                _enc(node.values, item, out)
+        out.append(0)
+        return
+    if isinstance(node, Fixed):
+        data = _latin1(v, "fixed")
+        if len(data) != node.size:
+            raise ValueError(f"fixed default of {len(data)} bytes, expected {node.size}")
+        out += data
+        return
+    t = node.type
+    if t == "null":
+        if v is not None:
+            raise ValueError("null default must be null")
+    elif t == "boolean":
+        if not isinstance(v, bool):
+            raise ValueError("boolean default must be true or false")
+        out.append(1 if v else 0)
+    elif t in ("int", "long"):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise ValueError(f"{t} default must be an integer")
+        lim = 31 if t == "int" else 63
+        if not -(2**lim) <= v < 2**lim:
+            raise ValueError(f"{t} default {v} out of range")
+        _zz(v, out)
+    elif t in ("float", "double"):
+        if isinstance(v, str) and v in ("NaN", "Infinity", "-Infinity"):
+            v = float(v.replace("Infinity", "inf").replace("NaN", "nan"))
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise ValueError(f"{t} default must be a number")
+        out += struct.pack("<f" if t == "float" else "<d", float(v))
+    elif t == "bytes":
+        data = _latin1(v, "bytes")
+        _zz(len(data), out)
+        out += data
+    elif t == "string":
+        if not isinstance(v, str):
+            raise ValueError("string default must be a string")
+        data = v.encode("utf-8")
+        _zz(len(data), out)
+        out += data
+    else:  # pragma: no cover - parse() only produces the types above
+        raise ValueError(f"unknown type {t}")
+
+
+def encode_default(node: Schema, value: Any, path: str = "default") -> bytes:
+    """Encode a JSON default value as Avro binary of ``node`` (union defaults: first branch that fits)."""
+    out = bytearray()
+    try:
+        _enc(node, value, out)
+    except (ValueError, TypeError, OverflowError, UnicodeEncodeError, struct.error) as exc:
+        raise SchemaError(f"{path}: invalid default {value!r}: {exc}") from None
+    return bytes(out)
+
+
+del math

@@ -1,0 +1,119 @@
+"""Avro behind the format interface of :mod:`pulsar_codec.formats.base`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from ..._kernels import _backend
+from ..base import RowError, Segment
+from ._assemble import assemble
+from .encoder import Encoder, schema_from_arrow
+from .plan import Layout, build_layout, build_plan
+from .schema import Schema, parse, to_json
+
+__all__ = ["AvroFormat", "AvroPlan", "FORMAT", "run"]
+
+
+@dataclass(frozen=True)
+class AvroPlan:
+    """A compiled Avro decode program for one (writer, reader) pair and the reader's columns.
+
+    Attributes
+    ----------
+    layout : Layout
+        The reader's column builders; plans of one reader share it.
+    program : tuple
+        The flat op list and its child table, as the kernels take them.
+    """
+
+    layout: Layout
+    program: tuple[list[tuple[Any, ...]], list[int]]
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        """The columns this plan decodes into."""
+        return self.layout.arrow_schema
+
+
+def _size_hints(outputs: list[Any]) -> list[tuple[float, float]] | None:
+    """Bytes per row of every builder, so the next batch of this layout reserves once."""
+    rows = outputs[0][0] if outputs else 0
+    if rows < 1024:  # too few rows to say much about the next batch
+        return None
+    return [
+        (0.0 if b1 is None else b1.nbytes / rows, 0.0 if b2 is None else b2.nbytes / rows) for _, _, b1, b2 in outputs
+    ]
+
+
+def run(
+    layout: Layout, programs: Sequence[Any], segments: Sequence[Any], keep_going: bool
+) -> tuple[list[RowError], pa.RecordBatch]:
+    """Run the active kernel over ``segments`` and assemble the batch; returns (errors, batch)."""
+    errors, outputs = _backend.active().avro.decode(layout.specs, list(programs), segments, keep_going, layout.hints)
+    hints = _size_hints(outputs)
+    if hints is not None:
+        layout.hints = hints
+    return errors, assemble(layout, outputs)
+
+
+class AvroFormat:
+    """Avro payloads (registry ``schemaType`` ``"AVRO"``); the instance is :data:`FORMAT`."""
+
+    name = "AVRO"
+
+    def parse(self, schema: Any, references: Sequence[Any] | None = None) -> Schema:
+        """The parsed :class:`~pulsar_codec.formats.avro.schema.Schema` (a parsed one as it is).
+
+        Named types from ``references`` are not resolved: the schema must be self-contained.
+        """
+        return parse(schema)
+
+    def schema_key(self, model: Schema) -> str:
+        """Canonical JSON of the schema (sorted keys, no spaces)."""
+        return json.dumps(to_json(model), sort_keys=True, separators=(",", ":"))
+
+    def schema_text(self, model: Schema) -> str:
+        """The JSON text registered for the schema."""
+        return json.dumps(to_json(model))
+
+    def plan(self, writer: Schema, reader: Schema, base: AvroPlan | None = None) -> AvroPlan:
+        """Compile the resolution of ``writer`` to ``reader`` (sharing ``base``'s columns if given)."""
+        layout = build_layout(reader) if base is None else base.layout
+        return AvroPlan(layout, build_plan(writer, reader, layout))
+
+    def decode(
+        self, plans: Sequence[AvroPlan], segments: Sequence[Segment], keep_going: bool
+    ) -> tuple[pa.RecordBatch, list[RowError]]:
+        """Decode all ``segments`` in one kernel call (see :class:`~pulsar_codec.formats.base.PayloadFormat`)."""
+        if not plans:
+            raise ValueError("decode needs at least one plan")
+        layout = plans[0].layout
+        if any(p.layout is not layout for p in plans):
+            raise ValueError("plans decoded together must share one reader layout (build them with base=)")
+        errors, batch = run(layout, [p.program for p in plans], segments, keep_going)
+        return batch, errors
+
+    def encoder(self, model: Schema) -> Encoder:
+        """An :class:`~pulsar_codec.formats.avro.Encoder` for ``model``."""
+        return Encoder(model)
+
+    def model_from_arrow(
+        self, schema: pa.Schema, name: str = "Record", nulls: Mapping[str, bool] | None = None
+    ) -> Schema:
+        """The schema in the ``b"avro.schema"`` metadata if there is one, else one derived from Arrow."""
+        meta = schema.metadata or {}
+        if b"avro.schema" in meta:
+            return parse(meta[b"avro.schema"].decode("utf-8"))
+        return schema_from_arrow(schema, name, None if nulls is None else dict(nulls))
+
+    def __repr__(self) -> str:
+        return "<payload format AVRO>"
+
+
+FORMAT = AvroFormat()
+"""The Avro format instance :func:`pulsar_codec.formats.get_format` returns for ``"AVRO"``."""

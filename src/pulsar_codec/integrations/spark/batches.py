@@ -1,0 +1,96 @@
+"""Small pieces every Spark job uses on its Arrow batches: error columns and output columns."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .types import ERROR_TYPE
+
+__all__ = ["error_array", "error_column", "local_text", "replace_columns", "walk_bad_rows"]
+
+_LOCATION = re.compile(r"\(message \d+, byte (\d+)\)")
+
+RowError = tuple[int, "int | None", int, str]
+"""(row in the batch, error code or None, byte offset, message text) of one bad row."""
+
+
+def local_text(text: str) -> str:
+    """An error text without the row number inside the Arrow batch (meaningless in a DataFrame);
+    the byte offset stays."""
+    return _LOCATION.sub(r"(byte \1)", text)
+
+
+def walk_bad_rows(n: int, attempt: Callable[[int, int], int | None], window: int = 64) -> None:
+    """Run ``attempt(lo, hi)`` over rows ``[0, n)`` in order; it handles the rows it can and returns
+    None when all of ``[lo, hi)`` were good, else the offset (from ``lo``) of the first bad row.
+
+    The first call covers the whole batch (the common case: one pass). After a bad row the walk
+    resumes on a window of rows that doubles while the rows are clean, so a batch with many bad
+    rows costs O(n) row reads in all, not O(n^2).
+    """
+    lo, size = 0, n
+    while lo < n:
+        hi = min(n, lo + size)
+        bad = attempt(lo, hi)
+        if bad is None:
+            lo, size = hi, size * 2
+        else:
+            lo, size = lo + bad + 1, window
+
+
+def error_column(n: int, rows: Any, codes: Any, offsets: Any, texts: Sequence[str], code_valid: Any = None) -> Any:
+    """The ``ERROR_TYPE`` column of a batch of ``n`` rows with errors at ``rows`` (null elsewhere).
+
+    ``rows``, ``codes`` and ``offsets`` are integer arrays of the same length as ``texts``;
+    ``code_valid`` (bool array, optional) is False where an error has no code (no kernel status
+    describes it): its ``code`` is null.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    if len(rows) == 0:
+        return pa.nulls(n, ERROR_TYPE)
+    has = np.zeros(n, dtype=bool)
+    has[rows] = True
+    code_out = np.zeros(n, dtype=np.int32)
+    code_out[rows] = codes
+    code_null = ~has
+    if code_valid is not None:
+        code_null[rows] |= ~np.asarray(code_valid, dtype=bool)
+    offset_out = np.zeros(n, dtype=np.int64)
+    offset_out[rows] = offsets
+    text_out: list[str | None] = [None] * n
+    for row, text in zip(rows.tolist(), texts):
+        text_out[row] = text
+    return pa.StructArray.from_arrays(
+        [
+            pa.array(code_out, pa.int32(), mask=code_null),
+            pa.array(offset_out, pa.int64()),
+            pa.array(text_out, pa.string()),
+        ],
+        fields=list(ERROR_TYPE),
+        mask=pa.array(~has),
+    )
+
+
+def error_array(n: int, errors: Sequence[RowError]) -> Any:
+    """:func:`error_column` from one ``(row, code or None, offset, text)`` tuple per bad row."""
+    return error_column(
+        n,
+        [e[0] for e in errors],
+        [e[1] or 0 for e in errors],
+        [e[2] for e in errors],
+        [e[3] for e in errors],
+        [e[1] is not None for e in errors],
+    )
+
+
+def replace_columns(batch: Any, columns: dict[str, Any]) -> Any:
+    """``batch``'s columns not named in ``columns``, then ``columns`` in their order."""
+    keep = [name for name in batch.schema.names if name not in columns]
+    return pa.RecordBatch.from_arrays(
+        [batch.column(name) for name in keep] + list(columns.values()), names=keep + list(columns)
+    )

@@ -1,0 +1,157 @@
+"""``encode``: a struct column (or any column) into framed Avro messages, in a Spark job.
+
+The writer schema is registered once, on the driver, through a
+:class:`~pulsar_codec.pipeline.MessageEncoder`; the job carries an encoder fixed to that schema
+and id, so the executors never call the registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ... import wire
+from ..._kernels import _backend
+from ...formats import get_format
+from ...pipeline import MessageEncoder
+from .batches import replace_columns
+from .decode import check_protocol
+from .executor import shared_encoder, use_backend
+
+__all__ = ["EncodeJob", "encode"]
+
+
+@dataclass(frozen=True)
+class EncodeJob:
+    """The ``mapInArrow`` function of :func:`encode` (pickled to the executors with its encoder).
+
+    Attributes
+    ----------
+    encoder : MessageEncoder
+        Fixed to one writer schema and id (no registry calls).
+    cache_key : hashable
+        Equal keys share one encoder per executor process.
+    column, output : str
+        The column to encode and the binary output column.
+    backend : str
+        The backend the driver ran.
+    """
+
+    encoder: MessageEncoder
+    cache_key: Hashable
+    column: str
+    output: str
+    backend: str
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        """Encode every batch's column; other columns pass through, a null value is a null message."""
+        encoder = shared_encoder(self.cache_key, self.encoder)
+        with use_backend(self.backend):
+            for batch in batches:
+                yield self.encode_batch(batch, encoder)
+
+    def encode_batch(self, batch: Any, encoder: MessageEncoder) -> Any:
+        """One batch: the framed messages of the non-null rows, nulls kept in place."""
+        col = batch.column(self.column)
+        valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        every = bool(valid.all())
+        rows = col if every else col.filter(pa.array(valid))
+        if pa.types.is_struct(rows.type):
+            body_batch = pa.RecordBatch.from_struct_array(rows)
+        else:
+            body_batch = pa.RecordBatch.from_arrays([rows], ["value"])
+        framed = encoder.encode(body_batch).cast(pa.binary())
+        if not every:
+            positions = np.cumsum(valid) - 1
+            framed = framed.take(pa.array(positions, pa.int64(), mask=~valid))
+        return replace_columns(batch, {self.output: framed})
+
+
+def _avro_name(subject: str) -> str:
+    base = subject.removesuffix("-value")
+    base = base.removesuffix("-key")
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "Record"
+    return "_" + name if name[0].isdigit() else name
+
+
+def _body_schema(spark_type: Any) -> tuple[Any, bool]:
+    """The Arrow schema of the batches the job encodes (the struct's fields, or one ``value``
+    column), and whether the column is a struct."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    arrow = to_arrow_type(spark_type, timezone="UTC")
+    if pa.types.is_struct(arrow):
+        return pa.schema(list(arrow)), True
+    return pa.schema([pa.field("value", arrow)]), False
+
+
+def _writer_text(body: Any, is_struct: bool, subject: str, schema: Any) -> str:
+    """The writer schema's text: ``schema``, or one derived from the batches' Arrow schema."""
+    fmt = get_format()
+    if schema is not None:
+        return fmt.schema_text(fmt.parse(schema))
+    model = fmt.model_from_arrow(body, name=_avro_name(subject))
+    if not is_struct:  # one value per message: the schema of the single field, not a record around it
+        model = model.fields[0].type
+    return fmt.schema_text(model)
+
+
+def encode(
+    df: Any,
+    column: str,
+    *,
+    registry: Any,
+    subject: str,
+    protocol: Any = wire.CONFLUENT,
+    schema: Any = None,
+    output: str = "value",
+) -> Any:
+    """Encode a struct column (or any column) into framed Avro messages.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+    column : str
+        The column to encode: a struct becomes a record (one field per struct field); any other
+        column a message of that type.
+    registry : Registry client, RegistryConfig or MutableMapping
+        The schema is registered on the driver under ``subject`` (``register(subject, schema)``);
+        for a mapping, an equal schema's id is reused or the next free id is assigned. Executors
+        never call the registry: the id travels with the job.
+    subject : str
+    protocol : wire.Protocol or str
+    schema : Avro schema, optional
+        The writer schema. Default: derived from the column's Spark type (nullable fields become
+        ``["null", T]``, timestamps ``timestamp-micros``, timestamp_ntz ``local-timestamp-micros``,
+        decimals ``bytes``/``decimal``), the record named after the subject.
+    output : str
+        Name of the binary output column (an existing column of that name is replaced).
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+        The input columns plus ``output``; a null struct gives a null message.
+
+    Raises
+    ------
+    EncodeError
+        (in the job) a value that does not fit the schema.
+    """
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    wire_protocol = check_protocol(protocol)
+    body, is_struct = _body_schema(df.schema[column].dataType)
+    text = _writer_text(body, is_struct, subject, schema)
+    # register on the driver, through the encoder's own path (an empty batch registers, writes nothing)
+    registering = MessageEncoder(registry, subject, protocol=wire_protocol, schema=text)
+    schema_id, _ = registering.encode_payloads(body.empty_table())
+    schema_id = int(schema_id)
+    encoder = MessageEncoder({}, subject, protocol=wire_protocol, schema=text, schema_id=schema_id)
+    keep = [f for f in df.schema.fields if f.name != output]
+    out_schema = StructType(keep + [StructField(output, BinaryType(), True)])
+    job = EncodeJob(encoder, (text, schema_id, wire_protocol.name), column, output, _backend.active().name)
+    return df.mapInArrow(job, out_schema)

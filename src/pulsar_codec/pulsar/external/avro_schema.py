@@ -1,0 +1,308 @@
+"""Avro values through a schema registry: :class:`AvroExternalSchema`.
+
+Decoding one message and decoding many run the same compiled plan: both go through a
+:class:`~pulsar_codec.pipeline.MessageDecoder` (one per reader schema and error mode, holding the
+schema-by-id and plan caches), and one message is the only row of a one-row batch.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pyarrow as pa
+
+from ... import wire
+from ...errors import EncodeError, ErrorCode, SchemaNotFoundError, error_for
+from ...formats import get_format
+from ...formats.avro.encoder import Encoder
+from ...formats.avro.schema import Named, Primitive, Record, Schema, parse
+from ...formats.base import Decoded
+from ...pipeline import MessageDecoder
+from ..schema_info import EncodeData
+from .base import RegistrySchema, as_list
+from .subjects import warn_fast_is_ignored
+
+__all__ = ["AvroExternalSchema"]
+
+_AVRO = get_format("AVRO")
+_RAW_FRAMINGS = (wire.CONFLUENT, wire.HORTONWORKS)  # whose serializers write top-level primitives raw
+
+
+def _raw_primitive(node: Schema, protocol: wire.Protocol, protocol_byte: int) -> str | None:
+    """``"bytes"`` / ``"string"`` when the registry's serializer writes this top-level schema raw:
+    Confluent's ``bytes``, Hortonworks' ``bytes`` and ``string`` (protocols 1-3, not 0)."""
+    if not isinstance(node, Primitive) or node.logical is not None:
+        return None
+    if protocol is wire.CONFLUENT and node.type == "bytes":
+        return "bytes"
+    if protocol is wire.HORTONWORKS and protocol_byte != 0 and node.type in ("bytes", "string"):
+        return node.type
+    return None
+
+
+def _one_binary(body: Any) -> pa.Array:
+    """A one-row binary array over ``body`` without copying it."""
+    data = pa.py_buffer(body)
+    return pa.Array.from_buffers(pa.binary(), 1, [None, pa.py_buffer(_offsets_to(len(data))), data])
+
+
+def _offsets_to(size: int) -> bytes:
+    return b"\x00\x00\x00\x00" + size.to_bytes(4, "little")
+
+
+class AvroExternalSchema(RegistrySchema):
+    """Avro values through a schema registry (Confluent, Hortonworks or Apicurio framing).
+
+    Parameters
+    ----------
+    target : SchemaInfoProvider, SchemaInfoProviderFactory or registry
+        Where the registry configuration comes from (a bare registry uses the defaults below).
+    schema : str, dict or parsed Avro schema, optional
+        The schema values are written with (registered or looked up under the subject). Optional
+        with ``schema_id`` or ``use_latest``.
+    topic : str, optional
+        Needed with a factory or a bare registry.
+    reader_schema : Avro schema, optional
+        The schema values are read as. Default: ``schema``; without either, each message's writer.
+    is_key : bool, default False
+        The key side: subject ``<topic>-key`` under TopicNameStrategy.
+    schema_id : int, optional
+        Write with this registry id (its schema comes from the registry); no registration.
+    subject : str, optional
+        Use this subject instead of the strategy's.
+    auto_register, use_latest, protocol, framed : optional
+        Override the provider's settings (see :class:`SchemaInfoProviderFactory`).
+    fast : bool, optional
+        Deprecated and ignored: every message is decoded by the compiled plan.
+    name : str, default ""
+        The Pulsar SchemaInfo name.
+
+    Notes
+    -----
+    Values are what :class:`pulsar_codec.avro.Decoder` rows hold as Python objects: dicts for
+    records, ``str`` for enums, ``[(key, value), ...]`` for maps (dicts are accepted when
+    encoding), ``datetime`` / ``date`` / ``time`` / ``Decimal`` for logical types. A non-record
+    schema's value is the value itself (the bulk batch holds it in a column named ``value``).
+    """
+
+    schema_type = "AVRO"
+
+    def __init__(
+        self,
+        target: Any,
+        schema: Any = None,
+        *,
+        topic: str | None = None,
+        reader_schema: Any = None,
+        is_key: bool = False,
+        schema_id: int | None = None,
+        subject: str | None = None,
+        auto_register: bool | None = None,
+        use_latest: bool | None = None,
+        protocol: wire.Protocol | str | None = None,
+        framed: bool | None = None,
+        fast: bool | None = None,
+        name: str = "",
+    ) -> None:
+        warn_fast_is_ignored(fast)
+        super().__init__(
+            target,
+            schema,
+            topic=topic,
+            is_key=is_key,
+            schema_id=schema_id,
+            subject=subject,
+            auto_register=auto_register,
+            use_latest=use_latest,
+            protocol=protocol,
+            framed=framed,
+            name=name,
+        )
+        self.schema: Schema | None = None if schema is None else parse(schema)
+        self._schema_text: str | None = None
+        if isinstance(schema, str) and not isinstance(self.schema, Primitive):
+            self._schema_text = schema  # register the user's text verbatim
+        self.reader_schema: Schema | None = None if reader_schema is None else parse(reader_schema)
+        # what messages are read as; None: each message's writer (for a batch, its newest writer)
+        self._reader: Schema | None = self.reader_schema or self.schema
+        self._encoders: dict[int, Encoder] = {}
+        # one MessageDecoder per (reader, on_error); it owns the schema-by-id and plan caches
+        self._decoders: dict[tuple[str, str], MessageDecoder] = {}
+        self._decoders_lock = threading.Lock()
+        self._main_decoder: MessageDecoder | None = None  # the one per-message decode uses
+
+    # -- RegistrySchema hooks
+    def _parse(self, schema: Any) -> Schema:
+        return parse(schema)
+
+    def _text(self, parsed: Schema) -> str:
+        if parsed is self.schema and self._schema_text is not None:
+            return self._schema_text
+        return _AVRO.schema_text(parsed)
+
+    def _record_name(self, parsed: Schema) -> str | None:
+        return parsed.fullname if isinstance(parsed, Named) else None
+
+    @property
+    def _own_schema(self) -> Schema | None:
+        return self.schema
+
+    def __repr__(self) -> str:
+        what = self.schema.fullname if isinstance(self.schema, Named) else self.schema
+        return f"AvroExternalSchema(topic={self.topic!r}, schema={what!r}, protocol={self.protocol.name})"
+
+    # -- decoders and schemas by id
+    def _decoder(self, reader: Schema | None, on_error: str = "raise") -> MessageDecoder:
+        """The decoder reading as ``reader`` (made once); per-message decoding keeps its own at hand."""
+        main = self._main_decoder
+        if main is not None and reader is self._reader and on_error == "raise":
+            return main
+        key = ("" if reader is None else _AVRO.schema_key(reader), on_error)
+        found = self._decoders.get(key)
+        if found is None:
+            with self._decoders_lock:
+                found = self._decoders.get(key)
+                if found is None:
+                    found = self._decoders[key] = MessageDecoder(
+                        self.registry, protocol=self.protocol, reader_schema=reader, on_error=on_error, format="AVRO"
+                    )
+                    if reader is self._reader and on_error == "raise":
+                        self._main_decoder = found
+        return found
+
+    def schema_for_id(self, schema_id: int) -> Schema:
+        """The parsed Avro schema with this registry id (looked up once, by the schema's decoder).
+
+        Raises
+        ------
+        SchemaNotFoundError
+            The registry does not know the id.
+        SchemaError
+            The id holds a schema of another type (JSON, Protobuf).
+        """
+        model: Schema = self._decoder(self._reader).writer_schema(int(schema_id))
+        return model
+
+    def _forget_schemas(self) -> None:
+        with self._decoders_lock:
+            self._decoders.clear()
+            self._main_decoder = None
+
+    # -- encode
+    def encode(self, topic: str | None, value: Any) -> EncodeData:
+        """Serialise one value: Avro binary body, framed with the writer schema's registry id.
+
+        Raises
+        ------
+        EncodeError
+            The value does not fit the writer schema (the message names the field).
+        IncompatibleSchemaError, SchemaNotFoundError
+            From the first registration or lookup (see :meth:`writer`).
+        """
+        schema_id, writer = self.writer(topic)
+        raw = _raw_primitive(writer, self.protocol, 3)
+        if raw == "bytes":
+            if not isinstance(value, (bytes, bytearray, memoryview)):
+                raise EncodeError(f"expected bytes for an Avro bytes schema, got {type(value).__name__}")
+            body = bytes(value)
+        elif raw == "string":
+            if not isinstance(value, str):
+                raise EncodeError(f"expected a str for an Avro string schema, got {type(value).__name__}")
+            body = value.encode("utf-8")
+        else:
+            encoder = self._encoders.get(schema_id)
+            if encoder is None:
+                encoder = self._encoders[schema_id] = Encoder(writer)
+            body = encoder.encode_value(value)
+        return self._frame(schema_id, body)
+
+    # -- decode
+    def decode(self, topic: str | None, data: bytes, schema_id: bytes | None = None) -> Any:
+        """Deserialise one message into the reader schema's value (a dict for a record).
+
+        The message is the one row of a batch decoded by the same compiled plan as
+        :meth:`decode_batch`; the value is that row (``to_pylist()[0]``), or its ``value`` column
+        for a non-record reader.
+
+        Raises
+        ------
+        WireFormatError
+            A framed message whose prefix is malformed.
+        SchemaNotFoundError
+            The registry does not know the id, or the message has none.
+        AvroDecodeError
+            A malformed body (``offset`` is the byte inside the body, after the prefix).
+        SchemaError
+            The reader schema cannot read the writer schema.
+        """
+        self._check_open()
+        sid, body, protocol_byte = self._split(data, schema_id)
+        decoder = self._decoder(self._reader)
+        writer = decoder.writer_schema(sid)
+        raw = _raw_primitive(writer, self.protocol, protocol_byte)
+        if raw is not None:
+            return self._raw_value(raw, bytes(body), sid, writer)
+        return self._one_row(decoder, body, sid, writer)
+
+    def _one_row(self, decoder: MessageDecoder, body: Any, schema_id: int, writer: Schema) -> Any:
+        batch = decoder.decode_payloads(_one_binary(body), schema_id)
+        assert isinstance(batch, pa.RecordBatch)  # on_error="raise"
+        reader = self._reader or writer
+        if isinstance(reader, Record):
+            return batch.to_pylist()[0]
+        return batch.column(0)[0].as_py()
+
+    def _raw_value(self, raw: str, body: bytes, schema_id: int, writer: Schema) -> Any:
+        value: Any = body
+        if raw == "string":
+            try:
+                value = body.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise error_for(ErrorCode.AVRO_INVALID_UTF8, 0, exc.start) from None
+        reader = self._reader or writer
+        if isinstance(reader, Primitive) and reader.type == raw:
+            return value
+        # another reader type: let the plan resolve the value written the Avro way (with its length)
+        return self._one_row(self._decoder(self._reader), Encoder(writer).encode_value(value), schema_id, writer)
+
+    def decode_batch(
+        self, messages: Any, schema_ids: Any = None, *, topic: str | None = None, on_error: str = "raise"
+    ) -> pa.RecordBatch | Decoded:
+        """Decode many messages into one ``pa.RecordBatch`` with a :class:`~pulsar_codec.MessageDecoder`.
+
+        Parameters
+        ----------
+        messages : pa.BinaryArray, ChunkedArray or sequence of bytes / None
+            Framed messages (or raw bodies with ``framed=False``); nulls give null rows.
+        schema_ids : sequence of bytes, optional
+            Per-message metadata ids; required with ``framed=False``.
+        on_error : {"raise", "null"}
+            As for :func:`pulsar_codec.decode` (``"null"`` returns ``Decoded(batch, errors)``).
+
+        Returns
+        -------
+        pa.RecordBatch or Decoded
+            The reader schema's columns (a record gives one column per field; other schemas one
+            column named ``value``).
+        """
+        self._check_open()
+        reader = self._reader
+        if reader is None and self.use_latest:
+            reader = self.writer(topic)[1]
+        if schema_ids is None and not self.framed:
+            raise SchemaNotFoundError("framed=False: decode_batch needs the messages' schema_ids")
+        if isinstance(self.schema, Primitive) and self.protocol in _RAW_FRAMINGS:
+            # a top-level bytes / string may be written raw by the registries' serializers: per message
+            items = as_list(messages)
+            ids = [None] * len(items) if schema_ids is None else as_list(schema_ids)
+            if len(ids) != len(items):
+                raise ValueError(f"{len(ids)} schema ids for {len(items)} messages")
+            values = [None if m is None else self.decode(topic, m, sid) for m, sid in zip(items, ids)]
+            arrow_type = self._decoder(reader).arrow_schema.field(0).type  # type: ignore[union-attr]
+            return pa.RecordBatch.from_arrays([pa.array(values, arrow_type)], ["value"])
+        decoder = self._decoder(reader, on_error)
+        if schema_ids is None:
+            return decoder.decode(messages)
+        bodies, ids = self._bodies_and_ids(messages, schema_ids)
+        return decoder.decode_payloads(bodies, ids)

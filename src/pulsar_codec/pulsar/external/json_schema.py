@@ -1,0 +1,179 @@
+"""JSON values through a schema registry: :class:`JsonExternalSchema`."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pyarrow as pa
+
+from ... import wire
+from ...errors import EncodeError, ErrorCode, SchemaError, SchemaNotFoundError, error_for
+from ...registry.lookup import fetch_schema
+from ..schema_info import EncodeData
+from .base import RegistrySchema
+
+__all__ = ["JsonExternalSchema"]
+
+_HW_JSON_PROTOCOL = 4
+_HW_MAX_JSON_ID = 0x7FFFFFFF
+
+
+def _json_body(body: bytes, index: int) -> Any:
+    """``json.loads`` of one body; a DecodeError (JSON_INVALID) with the byte offset otherwise."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error_for(ErrorCode.JSON_INVALID, index, exc.start, 0, reason="invalid UTF-8") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        pos = getattr(exc, "pos", 0) or 0
+        offset = len(text[:pos].encode("utf-8"))
+        raise error_for(ErrorCode.JSON_INVALID, index, offset, 0, reason=getattr(exc, "msg", str(exc))) from None
+
+
+class JsonExternalSchema(RegistrySchema):
+    """JSON values through a schema registry, registered as ``schemaType`` JSON.
+
+    The payload is compact UTF-8 JSON text behind the same framing as Avro (Hortonworks uses its
+    JSON protocol byte 4). ``schema`` is a JSON Schema document (dict or text); its ``title`` is
+    the record name for RecordNameStrategy. Values are not validated against the JSON Schema
+    (no validator is a dependency); ``decode`` returns ``json.loads`` of the body.
+
+    Parameters are those of :class:`AvroExternalSchema`, without ``reader_schema`` and ``fast``.
+    """
+
+    schema_type = "JSON"
+
+    def __init__(self, target: Any, schema: Any = None, *, topic: str | None = None, **options: Any) -> None:
+        super().__init__(target, schema, topic=topic, **options)
+        self.schema: Any = None if schema is None else self._parse(schema)
+        self._schema_text = schema if isinstance(schema, str) else None
+        self._by_id: dict[int, Any] = {}
+        self._by_id_lock = threading.Lock()
+
+    def _parse(self, schema: Any) -> Any:
+        if isinstance(schema, (bytes, bytearray)):
+            schema = bytes(schema).decode("utf-8")
+        if isinstance(schema, str):
+            try:
+                schema = json.loads(schema)
+            except ValueError as exc:
+                raise SchemaError(f"JSON schema is not valid JSON: {exc}") from None
+        if not isinstance(schema, (dict, bool)):
+            raise SchemaError(f"a JSON schema is an object or a boolean, got {type(schema).__name__}")
+        return schema
+
+    def _text(self, parsed: Any) -> str:
+        if parsed is self.schema and self._schema_text is not None:
+            return self._schema_text
+        return json.dumps(parsed, separators=(",", ":"))
+
+    def _record_name(self, parsed: Any) -> str | None:
+        title = parsed.get("title") if isinstance(parsed, dict) else None
+        return title if isinstance(title, str) else None
+
+    @property
+    def _own_schema(self) -> Any:
+        return self.schema
+
+    def __repr__(self) -> str:
+        return f"JsonExternalSchema(topic={self.topic!r}, protocol={self.protocol.name})"
+
+    def schema_for_id(self, schema_id: int) -> Any:
+        """The JSON Schema document with this registry id (fetched once).
+
+        Raises
+        ------
+        SchemaNotFoundError
+            The registry does not know the id.
+        SchemaError
+            The id holds a schema of another type (Avro, Protobuf).
+        """
+        hit = self._by_id.get(schema_id)
+        if hit is None:
+            fetched = fetch_schema(self.registry, schema_id)
+            self._check_type(fetched.schema_type, schema_id)
+            hit = self._parse(fetched.schema)
+            with self._by_id_lock:
+                self._by_id[schema_id] = hit
+        return hit
+
+    def _forget_schemas(self) -> None:
+        with self._by_id_lock:
+            self._by_id.clear()
+
+    def _frame(self, schema_id: int, body: bytes) -> EncodeData:
+        if self.protocol is not wire.HORTONWORKS:
+            return super()._frame(schema_id, body)
+        if not 0 <= schema_id <= _HW_MAX_JSON_ID:
+            raise EncodeError(f"schema version id {schema_id} does not fit the Hortonworks JSON protocol (i32)")
+        id_bytes = bytes([_HW_JSON_PROTOCOL]) + schema_id.to_bytes(4, "big")
+        return EncodeData(id_bytes + body if self.framed else body, id_bytes)
+
+    def encode(self, topic: str | None, value: Any) -> EncodeData:
+        """Serialise one value as compact JSON text, framed with the schema's registry id.
+
+        Raises
+        ------
+        EncodeError
+            The value cannot be written as JSON (NaN, a non-JSON type, ...).
+        """
+        schema_id, _ = self.writer(topic)
+        try:
+            body = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise EncodeError(f"value cannot be written as JSON: {exc}") from None
+        return self._frame(schema_id, body)
+
+    def decode(self, topic: str | None, data: bytes, schema_id: bytes | None = None) -> Any:
+        """Deserialise one message (``json.loads`` of the body, after checking the id is known).
+
+        Raises
+        ------
+        DecodeError
+            The body is not UTF-8 JSON (``code`` JSON_INVALID, ``offset`` the byte in the body).
+        SchemaNotFoundError, WireFormatError
+            As for :meth:`AvroExternalSchema.decode`.
+        """
+        self._check_open()
+        sid, body, _ = self._split(data, schema_id)
+        self.schema_for_id(sid)
+        return _json_body(bytes(body), 0)
+
+    def decode_batch(
+        self,
+        messages: Any,
+        schema_ids: Any = None,
+        *,
+        topic: str | None = None,
+        on_error: str = "raise",
+        arrow_schema: pa.Schema | None = None,
+    ) -> pa.RecordBatch:
+        """Decode many messages into a ``pa.RecordBatch`` (object values: one column per key,
+        types inferred by pyarrow unless ``arrow_schema`` is given; other values: a ``value``
+        column). Null messages give rows of nulls. ``on_error`` must be ``"raise"``.
+        """
+        if on_error != "raise":
+            raise ValueError("JsonExternalSchema.decode_batch supports on_error='raise' only")
+        self._check_open()
+        if schema_ids is None:
+            if not self.framed:
+                raise SchemaNotFoundError("framed=False: decode_batch needs the messages' schema_ids")
+            unframed = wire.unframe(messages, self.protocol)
+            payloads = unframed.payloads.to_pylist()
+            ids = unframed.schema_ids.to_pylist()
+        else:
+            payloads, ids = self._bodies_and_ids(messages, schema_ids)
+        for schema_id in {i for i in ids if i is not None}:
+            if isinstance(schema_id, dict):
+                raise SchemaNotFoundError("Hortonworks protocol-1 ids (metadata id, version) cannot be looked up")
+            self.schema_for_id(int(schema_id))
+        rows = [None if p is None else _json_body(p, i) for i, p in enumerate(payloads)]
+        present = [r for r in rows if r is not None]
+        if present and all(isinstance(r, dict) for r in present):
+            return pa.RecordBatch.from_pylist([{} if r is None else r for r in rows], schema=arrow_schema)
+        column = pa.array(rows) if arrow_schema is None else pa.array(rows, arrow_schema.field("value").type)
+        return pa.RecordBatch.from_arrays([column], ["value"])

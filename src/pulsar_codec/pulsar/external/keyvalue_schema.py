@@ -1,0 +1,178 @@
+"""A key schema and a value schema in one INLINE KeyValue payload: :class:`KeyValueExternalSchema`."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+
+from ... import keyvalue as _kv
+from ... import primitives as _primitives
+from ...errors import EncodeError, SchemaError
+from ..schema_info import EncodeData, SchemaType
+from .base import ExternalSchema
+
+__all__ = ["KeyValue", "KeyValueExternalSchema", "primitive_type"]
+
+_NOT_PRIMITIVE = frozenset({"AVRO", "JSON", "EXTERNAL", "KEY_VALUE"})
+
+
+def primitive_type(schema: Any) -> SchemaType | None:
+    """The Pulsar primitive type ``schema`` names (a SchemaType or its name), else None."""
+    if isinstance(schema, SchemaType):
+        return schema
+    if isinstance(schema, str):
+        try:
+            found = SchemaType.parse(schema)
+        except (ValueError, KeyError, TypeError, SchemaError):
+            return None
+        if found.name not in _NOT_PRIMITIVE:
+            return found
+    return None
+
+
+class KeyValue(NamedTuple):
+    """A decoded KeyValue: either part may be None (equal to ``pulsar_codec.pulsar.KeyValue``)."""
+
+    key: Any
+    value: Any
+
+
+class KeyValueExternalSchema(ExternalSchema):
+    """A key schema and a value schema in one INLINE KeyValue payload, as PIP-420 encodes them.
+
+    ``encode(topic, (key, value))`` writes ``i32 len || key data || i32 len || value data`` (a None
+    part as length -1) and returns the PIP-420 KeyValue schema id
+    ``i32 len || key id || i32 len || value id`` (an absent id has length 0; no id at all gives
+    ``schema_id=None``), which a Java producer stores as ``FE || kv id``. ``decode`` splits the
+    payload and, when ``schema_id`` is given, the KeyValue id, and decodes each side with its
+    schema; without an id each side reads its own prefix (framed sub-schemas).
+
+    Parameters
+    ----------
+    key_schema : ExternalSchema or pulsar_types.SchemaType
+        The key side: an external schema, or a Pulsar primitive (STRING, INT64, ...), which PIP-420
+        allows next to an external value; a primitive has no schema id.
+    value_schema : ExternalSchema
+    topic : str, optional
+    convention : {"java", "cpp"}
+        INLINE length convention for None / empty parts (see :func:`pulsar_codec.keyvalue.encode_inline`).
+    """
+
+    def __init__(
+        self,
+        key_schema: Any,
+        value_schema: Any,
+        *,
+        topic: str | None = None,
+        convention: str = _kv.JAVA,
+        name: str = "",
+    ) -> None:
+        super().__init__(getattr(value_schema, "provider", None), name)
+        self.key_schema: ExternalSchema | SchemaType = primitive_type(key_schema) or key_schema
+        if not isinstance(value_schema, ExternalSchema):
+            raise TypeError(f"value_schema must be an ExternalSchema, got {type(value_schema).__name__}")
+        if not isinstance(self.key_schema, (ExternalSchema, SchemaType)):
+            raise TypeError(
+                f"key_schema must be an ExternalSchema or a Pulsar primitive type, got {type(key_schema).__name__}"
+            )
+        self.value_schema: ExternalSchema = value_schema
+        self._topic = topic
+        self.convention = convention
+
+    @property
+    def topic(self) -> str | None:
+        """The topic given here, else the value schema's."""
+        return self._topic if self._topic is not None else super().topic
+
+    def __repr__(self) -> str:
+        return f"KeyValueExternalSchema(key={self.key_schema!r}, value={self.value_schema!r})"
+
+    def _encode_side(self, schema: Any, topic: str | None, value: Any) -> tuple[bytes | None, bytes | None]:
+        if value is None:
+            return None, None
+        if isinstance(schema, SchemaType):
+            return _primitives.encode(schema, value), None
+        encoded = schema.encode(topic, value)
+        return bytes(encoded.data), encoded.schema_id
+
+    def encode(self, topic: str | None, value: Any) -> EncodeData:
+        """Serialise a ``(key, value)`` pair (a :class:`KeyValue`, any 2-tuple, or an object with
+        ``.key`` and ``.value``) into an INLINE payload and the KeyValue schema id.
+
+        Raises
+        ------
+        EncodeError
+            ``value`` is not a pair, or a side does not fit its schema.
+        """
+        self._check_open()
+        if hasattr(value, "key") and hasattr(value, "value") and not isinstance(value, tuple):
+            key, val = value.key, value.value
+        else:
+            try:
+                key, val = value
+            except (TypeError, ValueError):
+                raise EncodeError(f"expected a (key, value) pair, got {type(value).__name__}") from None
+        topic = self.topic if topic is None else topic
+        key_data, key_id = self._encode_side(self.key_schema, topic, key)
+        value_data, value_id = self._encode_side(self.value_schema, topic, val)
+        payload = _kv.encode_inline(key_data, value_data, convention=self.convention)
+        return EncodeData(payload, _kv.pack_schema_id(key_id, value_id))
+
+    def _decode_side(self, schema: Any, topic: str | None, data: bytes | None, schema_id: bytes | None) -> Any:
+        if data is None:
+            return None
+        if isinstance(schema, SchemaType):
+            return _primitives.decode(schema, data)
+        return schema.decode(topic, data, schema_id)
+
+    def decode(self, topic: str | None, data: bytes, schema_id: bytes | None = None) -> KeyValue:
+        """Deserialise an INLINE payload into a :class:`KeyValue`.
+
+        ``schema_id`` is the PIP-420 KeyValue id (a leading ``FE`` magic byte is stripped).
+
+        Raises
+        ------
+        KeyValueFormatError
+            A malformed payload or KeyValue schema id.
+        """
+        self._check_open()
+        key_data, value_data = _kv.decode_inline(data, convention=self.convention)
+        key_id = value_id = None
+        if schema_id:
+            kv_id = bytes(schema_id)
+            if kv_id[0] == 0xFE:
+                kv_id = kv_id[1:]
+            key_id, value_id = _kv.unpack_schema_id(kv_id)
+        return KeyValue(
+            self._decode_side(self.key_schema, topic, key_data, key_id),
+            self._decode_side(self.value_schema, topic, value_data, value_id),
+        )
+
+    def decode_batch(
+        self, messages: Any, schema_ids: Any = None, *, topic: str | None = None, on_error: str = "raise"
+    ) -> pa.RecordBatch:
+        """Decode many INLINE payloads: a ``pa.RecordBatch`` with struct columns ``key`` and
+        ``value`` (each side's own batch as a struct; a primitive key is a plain column). Framed
+        sub-payloads only (``schema_ids`` is not supported)."""
+        if schema_ids is not None:
+            raise ValueError(
+                "KeyValueExternalSchema.decode_batch reads the ids from framed sub-payloads; schema_ids is not supported"
+            )
+        keys, values = _kv.split_inline(messages, convention=self.convention)
+        columns = []
+        for data, schema in ((keys, self.key_schema), (values, self.value_schema)):
+            if isinstance(schema, SchemaType):
+                columns.append(_primitives.decode_array(schema, data))
+                continue
+            batch = schema.decode_batch(data, topic=topic, on_error=on_error)
+            mask = data.is_null() if data.null_count else None
+            columns.append(pa.StructArray.from_arrays(batch.columns, names=batch.schema.names, mask=mask))
+        return pa.RecordBatch.from_arrays(columns, ["key", "value"])
+
+    def close(self) -> None:
+        """Close both sides."""
+        for schema in (self.key_schema, self.value_schema):
+            if isinstance(schema, ExternalSchema):
+                schema.close()
+        super().close()

@@ -1,0 +1,133 @@
+"""One lookup for every consumer of schemas: what a registry returns, as schema text and type.
+
+Registries come in many shapes: this package's clients (:class:`~.base.RegisteredSchema`),
+confluent-kafka's ``SchemaRegistryClient`` (a ``Schema`` with ``schema_str`` / ``schema_type``),
+anything with ``get_schema(id)`` returning text or a dict, or a plain Mapping of id -> schema.
+:func:`fetch_schema` turns each into a :class:`FetchedSchema`; :func:`schema_text` (from
+:mod:`.base`) turns one returned value into text.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import SchemaNotFoundError
+from .base import schema_text
+from .config import RegistryConfig
+
+__all__ = ["FetchedSchema", "RegistrySource", "fetch_schema", "portable", "schema_text"]
+
+_TEXT_ATTRIBUTES = ("schema_str", "schema")
+_TEXT = (str, bytes, bytearray, memoryview, dict, list)
+
+
+@dataclass(frozen=True)
+class FetchedSchema:
+    """A writer schema as the registry gave it.
+
+    Attributes
+    ----------
+    schema : str or object
+        The schema text; or, when a Mapping holds a format's parsed schema, that object as it is.
+    schema_type : str or None
+        ``"AVRO"``, ``"JSON"``, ``"PROTOBUF"`` when the registry says; None when it cannot (a
+        Mapping of plain text).
+    references : tuple
+        The registry's schema references (confluent-kafka ``SchemaReference`` or dicts), if any.
+    """
+
+    schema: Any
+    schema_type: str | None = None
+    references: tuple[Any, ...] = ()
+
+
+def _has_text(found: Any) -> bool:
+    if isinstance(found, _TEXT):
+        return True
+    return any(isinstance(getattr(found, a, None), (str, bytes)) for a in _TEXT_ATTRIBUTES)
+
+
+def fetch_schema(registry: Any, schema_id: Any) -> FetchedSchema:
+    """Look ``schema_id`` up in ``registry`` (one call, no cache).
+
+    Parameters
+    ----------
+    registry : Mapping or object with ``get_schema(schema_id)``
+        A Mapping keyed by id (a ``uuid.UUID`` id is also tried as its string form).
+    schema_id : int, uuid.UUID or (int, int)
+        As the wire prefix gives it (see :func:`pulsar_codec.decode`).
+
+    Raises
+    ------
+    SchemaNotFoundError
+        The registry does not know the id (or returned None).
+    TypeError
+        ``registry`` is neither a Mapping nor has ``get_schema``, or returned no schema text.
+    """
+    if isinstance(registry, Mapping):
+        found = registry.get(schema_id)
+        if found is None and isinstance(schema_id, uuid.UUID):
+            found = registry.get(str(schema_id))
+    elif callable(getattr(registry, "get_schema", None)):
+        found = registry.get_schema(schema_id)
+    else:
+        raise TypeError("registry must be a Mapping of schema id -> schema or have a get_schema(schema_id) method")
+    if found is None:
+        raise SchemaNotFoundError(f"schema id {schema_id} is not in the registry")
+    kind = getattr(found, "schema_type", None)
+    references = tuple(getattr(found, "references", None) or ())
+    text = schema_text(found) if _has_text(found) else found
+    return FetchedSchema(text, kind.upper() if isinstance(kind, str) else None, references)
+
+
+def portable(registry: Any, owner: str = "object") -> Any:
+    """What a pickled decoder or encoder (``owner`` names it in errors) carries for ``registry``:
+    a Mapping or None as it is, anything else its :class:`RegistryConfig`, never a client.
+
+    Raises
+    ------
+    TypeError
+        ``registry`` has no configuration, or is an in-memory LocalRegistry (another process would
+        get an empty one).
+    """
+    if registry is None or isinstance(registry, Mapping):
+        return registry
+    try:
+        config = RegistryConfig.of(registry)
+    except TypeError as exc:
+        raise TypeError(f"cannot pickle a {owner}: {exc}") from None
+    if config.is_memory:
+        raise TypeError(
+            f"cannot pickle a {owner} over an in-memory LocalRegistry (another process would get an empty "
+            "one): use a registry file, a URL, or a Mapping of schema id -> schema"
+        )
+    return config
+
+
+class RegistrySource:
+    """The registry something reads: the object given (a client or Mapping), or a client built
+    on first use from a :class:`RegistryConfig`, an ``http(s)://`` URL or a file path.
+
+    Parameters
+    ----------
+    registry : Any
+        Kept as :attr:`given`.
+    """
+
+    def __init__(self, registry: Any) -> None:
+        self.given = registry
+        self._client: Any = None if isinstance(registry, (RegistryConfig, str, os.PathLike)) else registry
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        """The client (built once, thread-safely) or the Mapping."""
+        if self._client is None and self.given is not None:
+            with self._lock:
+                if self._client is None:
+                    self._client = RegistryConfig.of(self.given).build()
+        return self._client

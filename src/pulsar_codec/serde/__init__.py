@@ -1,0 +1,37 @@
+"""Serializers shaped like confluent-kafka's, over the pipeline: ``pulsar_codec.serde``.
+
+:class:`AvroSerializer` and :class:`AvroDeserializer` are called as ``(value, ctx)`` like
+confluent-kafka's classes of the same names, so they drop into its ``SerializingProducer`` and
+``DeserializingConsumer``; they take its config keys where they apply. Each message goes through
+:class:`~pulsar_codec.pipeline.MessageEncoder` / :class:`~pulsar_codec.pipeline.MessageDecoder`,
+cached per schema. :meth:`AvroDeserializer.decode_batch` decodes what
+``consumer.consume(num_messages=N)`` returns into one Arrow batch in a single pass::
+
+    from confluent_kafka import Consumer
+    from pulsar_codec.serde import AvroDeserializer
+
+    deserializer = AvroDeserializer("http://registry:8081")
+    while True:
+        batch = deserializer.decode_batch(consumer.consume(num_messages=10_000, timeout=1.0))
+"""
+
+from __future__ import annotations
+
+from ._avro import AvroDeserializer, AvroSerializer
+from ._subjects import (
+    MessageField,
+    SerializationContext,
+    record_subject_name_strategy,
+    topic_record_subject_name_strategy,
+    topic_subject_name_strategy,
+)
+
+__all__ = [
+    "AvroDeserializer",
+    "AvroSerializer",
+    "MessageField",
+    "SerializationContext",
+    "record_subject_name_strategy",
+    "topic_record_subject_name_strategy",
+    "topic_subject_name_strategy",
+]

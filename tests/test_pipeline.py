@@ -1,0 +1,387 @@
+"""MessageDecoder / MessageEncoder: per-instance caches, pickling, unframed payloads, Arrow
+PyCapsule inputs, and the format interface they decode through."""
+
+from __future__ import annotations
+
+import gc
+import pickle
+import threading
+import uuid
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import pulsar_codec as pc
+from pulsar_codec import avro, wire
+from pulsar_codec.errors import AvroDecodeError, ErrorCode, SchemaError, SchemaNotFoundError
+from pulsar_codec.formats import PayloadFormat, get_format, register_format
+from pulsar_codec.formats.base import Segment
+from pulsar_codec.pipeline import Decoded, MessageDecoder, MessageEncoder
+from pulsar_codec.registry import LocalRegistry, RegistryConfig
+from test_avro_support import encode
+
+INTS = {"type": "record", "name": "R", "fields": [{"name": "x", "type": "int"}]}
+STRS = {"type": "record", "name": "R", "fields": [{"name": "x", "type": "string"}]}
+V1 = {"type": "record", "name": "User", "fields": [{"name": "id", "type": "int"}]}
+V2 = {
+    "type": "record",
+    "name": "User",
+    "fields": [{"name": "id", "type": "long"}, {"name": "tag", "type": ["null", "string"], "default": None}],
+}
+
+
+def framed(schema_id, schema, records, protocol=wire.CONFLUENT):
+    return [protocol.pack(schema_id, body) for body in encode(schema, records)]
+
+
+class Arrays:
+    """Only the Arrow PyCapsule protocol: what arro3 / nanoarrow objects offer."""
+
+    def __init__(self, data):
+        self._data = data
+
+    def __arrow_c_array__(self, requested_schema=None):
+        return self._data.__arrow_c_array__(requested_schema)
+
+
+class Stream:
+    def __init__(self, data):
+        self._data = data
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self._data.__arrow_c_stream__(requested_schema)
+
+
+class CountingRegistry:
+    def __init__(self, schemas):
+        self.schemas = schemas
+        self.calls = []
+
+    def get_schema(self, schema_id):
+        self.calls.append(schema_id)
+        return self.schemas[schema_id]
+
+
+# -- caches belong to one decoder -------------------------------------------------------------------
+
+
+def test_two_decoders_with_different_registries_keep_apart(backend):
+    ints = MessageDecoder({7: INTS})
+    strs = MessageDecoder({7: STRS})
+    as_int = ints.decode(framed(7, INTS, [{"x": 3}]))
+    as_str = strs.decode(framed(7, STRS, [{"x": "three"}]))
+    assert as_int.to_pylist() == [{"x": 3}] and as_int.schema.field("x").type == pa.int32()
+    assert as_str.to_pylist() == [{"x": "three"}] and as_str.schema.field("x").type == pa.string()
+    # and again, now that both caches are warm
+    assert ints.decode(framed(7, INTS, [{"x": 4}])).to_pylist() == [{"x": 4}]
+    assert strs.decode(framed(7, STRS, [{"x": "four"}])).to_pylist() == [{"x": "four"}]
+
+
+def test_a_new_registry_never_inherits_a_dead_ones_schemas(backend):
+    for i, schema in enumerate([INTS, STRS, INTS, STRS]):
+        registry = CountingRegistry({7: schema})
+        record = {"x": 5} if schema is INTS else {"x": "five"}
+        # pc.decode with a registry that may land on a freed address: it must be asked itself
+        assert pc.decode(framed(7, schema, [record]), registry).to_pylist() == [record]
+        assert registry.calls == [7], i
+        del registry
+        gc.collect()
+
+
+def test_lookups_and_plans_are_cached_per_instance(backend):
+    registry = CountingRegistry({1: V1, 2: V2})
+    decoder = MessageDecoder(registry)
+    messages = framed(1, V1, [{"id": 1}]) + framed(2, V2, [{"id": 2, "tag": "t"}])
+    for _ in range(3):
+        assert decoder.decode(messages).to_pylist() == [{"id": 1, "tag": None}, {"id": 2, "tag": "t"}]
+    assert sorted(registry.calls) == [1, 2]
+    MessageDecoder(registry).decode(messages)
+    assert sorted(registry.calls) == [1, 1, 2, 2]  # another decoder, its own cache
+
+
+def test_cache_is_bounded(backend):
+    schemas = {i: {"type": "record", "name": f"R{i}", "fields": [{"name": "x", "type": "int"}]} for i in range(1, 6)}
+    registry = CountingRegistry(schemas)
+    decoder = MessageDecoder(registry, cache_size=2)
+    for i in range(1, 6):
+        decoder.decode(framed(i, schemas[i], [{"x": i}]))
+    decoder.decode(framed(1, schemas[1], [{"x": 1}]))
+    assert registry.calls == [1, 2, 3, 4, 5, 1]  # id 1 was evicted and looked up again
+    assert len(decoder._schemas) == 2
+
+
+def test_decoder_is_thread_safe(backend):
+    decoder = MessageDecoder({1: V1, 2: V2})
+    messages = pa.array(framed(1, V1, [{"id": i} for i in range(200)]) + framed(2, V2, [{"id": 1}]), pa.binary())
+    expected = decoder.decode(messages)
+    results = []
+
+    def work():
+        with pc._kernels._backend.use(backend.name):
+            for _ in range(20):
+                results.append(decoder.decode(messages).equals(expected))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [True] * 80
+
+
+# -- pickling -------------------------------------------------------------------------------------
+
+
+def test_pickle_round_trip_with_a_mapping(backend):
+    decoder = MessageDecoder({1: V1, 2: V2}, reader_schema=V2, on_error="null", cache_size=9)
+    messages = framed(1, V1, [{"id": 3}]) + [b"\x09bad"]
+    first = decoder.decode(messages)
+    clone = pickle.loads(pickle.dumps(decoder))
+    assert clone.registry == {1: V1, 2: V2} and clone.cache_size == 9 and clone.on_error == "null"
+    assert len(clone._schemas) == 0  # caches never travel
+    second = clone.decode(messages)
+    assert isinstance(second, Decoded)
+    assert second.batch.equals(first.batch) and second.errors.equals(first.errors)
+
+
+def test_pickle_round_trip_with_a_local_registry(backend, tmp_path):
+    path = tmp_path / "registry.db"
+    registry = LocalRegistry(path)
+    schema_id = registry.register("users-value", V1)
+    decoder = MessageDecoder(registry, protocol="CONFLUENT")
+    messages = framed(schema_id, V1, [{"id": 11}])
+    clone = pickle.loads(pickle.dumps(decoder))
+    assert clone.registry == RegistryConfig(path=str(path), timeout=30.0) == registry.config
+    assert clone.decode(messages).to_pylist() == decoder.decode(messages).to_pylist() == [{"id": 11}]
+    encoder = MessageEncoder(registry, "users-value")
+    assert pickle.loads(pickle.dumps(encoder)).registry == registry.config
+
+
+def test_pickle_refuses_what_cannot_travel():
+    with pytest.raises(TypeError, match="in-memory"):
+        pickle.dumps(MessageDecoder(LocalRegistry(":memory:")))
+    with pytest.raises(TypeError, match="no RegistryConfig"):
+        pickle.dumps(MessageDecoder(CountingRegistry({})))
+
+
+def test_a_parsed_reader_schema_pickles_as_text(backend):
+    decoder = MessageDecoder({1: V1}, reader_schema=avro.parse(V2))
+    clone = pickle.loads(pickle.dumps(decoder))
+    assert isinstance(clone.reader_schema, str)
+    assert clone.arrow_schema == decoder.arrow_schema
+
+
+def test_a_registry_given_as_config_or_path_is_built_on_first_use(backend, tmp_path):
+    path = tmp_path / "r.db"
+    schema_id = LocalRegistry(path).register("s", V1)
+    for given in (str(path), RegistryConfig(path=str(path))):
+        decoder = MessageDecoder(given)
+        assert decoder.decode(framed(schema_id, V1, [{"id": 2}])).to_pylist() == [{"id": 2}]
+
+
+# -- unframed payloads ------------------------------------------------------------------------------
+
+
+def test_decode_payloads_with_one_id(backend):
+    decoder = MessageDecoder({1: V1, 2: V2})
+    bodies = encode(V1, [{"id": 1}, {"id": 2}]) + [None]
+    assert decoder.decode_payloads(bodies, 1).to_pylist() == [{"id": 1}, {"id": 2}, {"id": None}]
+    assert decoder.decode_payloads(pa.array([], pa.binary()), 1).num_rows == 0
+
+
+def test_decode_payloads_with_per_row_ids(backend):
+    decoder = MessageDecoder({1: V1, 2: V2})
+    bodies = encode(V1, [{"id": 1}]) + encode(V2, [{"id": 2, "tag": "b"}]) + [None] + encode(V1, [{"id": 3}])
+    expected = [{"id": 1, "tag": None}, {"id": 2, "tag": "b"}, {"id": None, "tag": None}, {"id": 3, "tag": None}]
+    assert decoder.decode_payloads(bodies, [1, 2, None, 1]).to_pylist() == expected
+    assert decoder.decode_payloads(bodies, pa.array([1, 2, 2, 1], pa.int32())).to_pylist() == expected
+    with pytest.raises(ValueError, match="entries"):
+        decoder.decode_payloads(bodies, [1, 2])
+    with pytest.raises(ValueError, match="no id for payload 1"):
+        decoder.decode_payloads(bodies, [1, None, None, 1])
+
+
+def test_decode_payloads_by_guid_and_errors(backend):
+    guid = uuid.UUID("12345678-1234-5678-1234-567812345678")
+    decoder = MessageDecoder({str(guid): V1}, on_error="null")
+    bodies = encode(V1, [{"id": 4}]) + [b"\x80"]
+    result = decoder.decode_payloads(bodies, [guid, guid])
+    assert result.batch.to_pylist() == [{"id": 4}, {"id": None}]
+    assert result.errors.to_pylist()[0]["index"] == 1
+    assert result.errors.to_pylist()[0]["code"] == ErrorCode.AVRO_TRUNCATED
+    with pytest.raises(AvroDecodeError):
+        MessageDecoder({1: V1}).decode_payloads(bodies, 1)
+
+
+def test_schema_not_found_and_writer_schema(backend):
+    decoder = MessageDecoder({1: V1})
+    assert decoder.writer_schema(1).fullname == "User"
+    with pytest.raises(SchemaNotFoundError):
+        decoder.decode(framed(3, V1, [{"id": 1}]))
+
+
+def test_arrow_schema_is_the_readers():
+    assert MessageDecoder({}).arrow_schema is None
+    assert MessageDecoder({}, reader_schema=V2).arrow_schema.names == ["id", "tag"]
+
+
+# -- encoding -------------------------------------------------------------------------------------
+
+
+def test_encode_decode_round_trip(backend):
+    registry = {}
+    batch = pa.record_batch({"id": pa.array([1, 2, 3], pa.int64()), "name": ["a", None, "c"]})
+    encoder = MessageEncoder(registry, "people")
+    messages = encoder.encode(batch)
+    assert list(registry) == [1]
+    assert encoder.encode(batch).equals(messages)  # the same schema keeps its id
+    assert MessageDecoder(registry).decode(messages).to_pylist() == batch.to_pylist()
+    schema_id, bodies = encoder.encode_payloads(batch)
+    assert schema_id == 1
+    assert MessageDecoder(registry).decode_payloads(bodies, schema_id).equals(MessageDecoder(registry).decode(messages))
+
+
+def test_encoder_with_a_fixed_schema_and_id(backend):
+    encoder = MessageEncoder(None, schema=V1, schema_id=42, protocol=wire.APICURIO)
+    messages = encoder.encode(pa.record_batch({"id": pa.array([5], pa.int32())}))
+    assert wire.APICURIO.unpack(messages[0].as_py())[0] == 42
+    assert MessageDecoder({42: V1}, protocol=wire.APICURIO).decode(messages).to_pylist() == [{"id": 5}]
+    # the writer schema of a pinned id comes from the registry
+    fetched = MessageEncoder({42: V2}, schema_id=42).encode(pa.record_batch({"id": [1], "tag": ["t"]}))
+    assert MessageDecoder({42: V2}).decode(fetched).to_pylist() == [{"id": 1, "tag": "t"}]
+
+
+def test_encoder_registers_through_a_client(backend):
+    registry = LocalRegistry(":memory:")
+    messages = MessageEncoder(registry, "s").encode(pa.table({"id": pa.array([1, 2], pa.int32())}))
+    assert MessageDecoder(registry).decode(messages).column("id").to_pylist() == [1, 2]
+    with pytest.raises(ValueError, match="subject"):
+        MessageEncoder(registry).encode(pa.table({"id": [1]}))
+
+
+# -- Arrow PyCapsule producers ------------------------------------------------------------------------
+
+
+def test_pycapsule_inputs(backend):
+    registry = {1: V1}
+    messages = pa.array(framed(1, V1, [{"id": 1}, {"id": 2}]) + [None], pa.binary())
+    expected = pc.decode(messages, registry)
+    assert pc.decode(Arrays(messages), registry).equals(expected)
+    assert pc.decode(Stream(pa.chunked_array([messages.slice(0, 1), messages.slice(1)])), registry).equals(expected)
+    assert MessageDecoder(registry).decode(Arrays(messages)).equals(expected)
+    table = pa.table({"id": pa.array([1, 2], pa.int32())})
+    framed_rows = pc.encode(Stream(table), dict(registry), "s")
+    assert framed_rows.equals(pc.encode(table, dict(registry), "s"))
+    assert MessageEncoder(dict(registry), "s").encode(Stream(table)).equals(framed_rows)
+    assert avro.Encoder(V1).encode(Stream(table)).equals(avro.Encoder(V1).encode(table))
+    assert avro.Encoder(V1).encode(Arrays(table.to_batches()[0])).equals(avro.Encoder(V1).encode(table))
+
+
+def test_polars_inputs(backend):
+    pl = pytest.importorskip("polars")
+    registry = {1: V2}
+    messages = framed(1, V2, [{"id": 1, "tag": "a"}, {"id": 2, "tag": None}])
+    expected = pc.decode(messages, registry)
+    assert pc.decode(pl.Series("m", messages, dtype=pl.Binary), registry).equals(expected)
+    assert MessageDecoder(registry).decode(pl.Series(messages + [None], dtype=pl.Binary)).num_rows == 3
+    frame = pl.DataFrame({"id": [1, 2], "tag": ["a", None]})
+    written = {}
+    encoded = MessageEncoder(written, "s").encode(frame)
+    assert pc.decode(encoded, written).to_pylist() == frame.to_dicts()
+    assert pc.encode(frame, {}, "s").equals(encoded)
+    assert avro.Encoder(written[1]).encode(frame).equals(MessageEncoder(written, "s").encode_payloads(frame)[1])
+
+
+# -- the format interface ---------------------------------------------------------------------------
+
+
+def test_the_avro_format_satisfies_the_interface():
+    fmt = get_format()
+    assert isinstance(fmt, PayloadFormat) and fmt.name == "AVRO" and get_format("avro") is fmt
+    with pytest.raises(SchemaError, match="XML"):
+        get_format("XML")
+    model = fmt.parse(V2)
+    assert fmt.schema_key(model) == fmt.schema_key(fmt.parse(fmt.schema_text(model)))
+    base = fmt.plan(model, model)
+    older = fmt.plan(fmt.parse(V1), model, base)
+    assert base.arrow_schema.names == older.arrow_schema.names == ["id", "tag"]
+    data = pa.py_buffer(b"".join(encode(V1, [{"id": 1}]) + encode(V2, [{"id": 2, "tag": "x"}])))
+    segment = Segment(data, np.array([0, 1]), np.array([1, 5]), None, np.array([1, 0], dtype=np.int32))
+    batch, errors = fmt.decode([base, older], [segment], False)
+    assert errors == [] and batch.to_pylist() == [{"id": 1, "tag": None}, {"id": 2, "tag": "x"}]
+    assert [b.tolist() for b in segment.bounds()] == [[0, 1], [1, 5]]
+    assert [b.tolist() for b in Segment(data, 1, np.array([0, 2, 5]), None, None).bounds()] == [[1, 3], [2, 5]]
+    with pytest.raises(ValueError, match="share"):
+        fmt.decode([base, fmt.plan(model, model)], [segment], False)
+    derived = fmt.model_from_arrow(pa.schema([("a", pa.int32())]), "Thing")
+    assert fmt.schema_key(derived) == fmt.schema_key(
+        avro.parse({"type": "record", "name": "Thing", "fields": [{"name": "a", "type": ["null", "int"]}]})
+    )
+
+
+class _Upper:
+    """A toy format: the payload is UTF-8 text, the schema text names the column."""
+
+    name = "TOYTEXT"
+
+    def parse(self, schema, references=None):
+        return schema if isinstance(schema, str) else schema["column"]
+
+    def schema_key(self, model):
+        return model
+
+    def schema_text(self, model):
+        return model
+
+    def plan(self, writer, reader, base=None):
+        class Plan:
+            arrow_schema = pa.schema([(reader, pa.string())])
+
+        return Plan()
+
+    def decode(self, plans, segments, keep_going):
+        values = []
+        for seg in segments:
+            starts, ends = seg.bounds()
+            for i, (s, e) in enumerate(zip(starts, ends)):
+                ok = seg.validity is None or seg.validity[i]
+                values.append(seg.data.to_pybytes()[s:e].decode().upper() if ok else None)
+        return pa.RecordBatch.from_arrays([pa.array(values, pa.string())], schema=plans[0].arrow_schema), []
+
+    def encoder(self, model):
+        class Enc:
+            def encode(self, batch):
+                return pa.array([v.lower().encode() for v in batch.column(0).to_pylist()], pa.binary())
+
+        return Enc()
+
+    def model_from_arrow(self, schema, name="Record", nulls=None):
+        return schema.names[0]
+
+
+class _Typed:
+    """A registry that says which format each id is."""
+
+    def __init__(self, schema_type):
+        self.schema_type = schema_type
+
+    def get_schema(self, schema_id):
+        from pulsar_codec.registry import RegisteredSchema
+
+        return RegisteredSchema(schema_id, "word", self.schema_type)
+
+
+def test_the_pipeline_picks_the_format_the_registry_names(backend):
+    register_format(_Upper())
+    messages = [wire.CONFLUENT.pack(3, b"abc"), None, wire.CONFLUENT.pack(3, b"xy")]
+    assert MessageDecoder(_Typed("TOYTEXT")).decode(messages).to_pylist() == [
+        {"word": "ABC"},
+        {"word": None},
+        {"word": "XY"},
+    ]
+    assert MessageDecoder({3: "word"}, format="toytext").decode(messages).column(0).to_pylist() == ["ABC", None, "XY"]
+    with pytest.raises(SchemaError, match="TOYTEXT schema"):
+        MessageDecoder(_Typed("TOYTEXT"), format="AVRO").decode(messages)
+    encoded = MessageEncoder(None, schema="word", schema_id=3, format="TOYTEXT").encode(pa.table({"word": ["Hi"]}))
+    assert encoded.to_pylist() == [wire.CONFLUENT.pack(3, b"hi")]
