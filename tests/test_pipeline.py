@@ -385,3 +385,37 @@ def test_the_pipeline_picks_the_format_the_registry_names(backend):
         MessageDecoder(_Typed("TOYTEXT"), format="AVRO").decode(messages)
     encoded = MessageEncoder(None, schema="word", schema_id=3, format="TOYTEXT").encode(pa.table({"word": ["Hi"]}))
     assert encoded.to_pylist() == [wire.CONFLUENT.pack(3, b"hi")]
+
+
+USER = {
+    "type": "record",
+    "name": "U",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "name", "type": "string"},
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+        {"name": "email", "type": ["null", "string"], "default": None},
+    ],
+}
+
+
+def test_encode_value_equals_the_batch_encoder_and_frames_once(backend):
+    registry: dict[int, str] = {}
+    rows = [
+        {"id": 1, "name": "a", "tags": ["x", "y"], "email": None},
+        {"id": -(2**63), "name": "é", "tags": [], "email": "a@b"},
+    ]
+    enc = MessageEncoder(registry, "users-value", schema=USER)
+    one = [enc.encode_value(r) for r in rows]
+    batch = pa.RecordBatch.from_pylist(rows, schema=avro.Decoder(USER).arrow_schema)
+    assert one == MessageEncoder(registry, "users-value", schema=USER).encode(batch).to_pylist()
+    assert one[0][:5] == wire.CONFLUENT.pack(1, b"")  # registered once, id 1
+    assert pc.decode(one, registry).to_pylist() == rows
+
+
+def test_encode_value_needs_a_fixed_schema_and_names_a_bad_field(backend):
+    with pytest.raises(ValueError, match="schema= or schema_id="):
+        MessageEncoder({}, "s").encode_value({"x": 1})
+    enc = MessageEncoder({}, "s", schema=USER)
+    with pytest.raises(pc.errors.EncodeError, match="tags"):
+        enc.encode_value({"id": 1, "name": "a", "tags": None, "email": None})

@@ -405,6 +405,7 @@ class MessageEncoder:
         self._lock = threading.Lock()
         self._ids: LRU[str, Any] = LRU(_DEFAULT_CACHE_SIZE)
         self._encoders: LRU[str, PayloadEncoder] = LRU(_DEFAULT_CACHE_SIZE)
+        self._value_writer: tuple[bytes, PayloadEncoder] | None = None
 
     @property
     def registry(self) -> Any:
@@ -413,6 +414,33 @@ class MessageEncoder:
 
     def _schema(self, model: Any) -> _Schema:
         return _Schema(self._fmt, model, self._fmt.schema_key(model))
+
+    def encode_value(self, value: Any) -> bytes:
+        """One framed message for one Python value (a dict for a record), for per-message producers.
+
+        The writer schema must be fixed (``schema=`` or ``schema_id=``): one value carries no Arrow
+        schema to derive it from. The schema is resolved and registered on the first call, and its
+        prefix framed once; each call then only writes the payload.
+
+        Raises
+        ------
+        EncodeError
+            The value does not fit the writer schema (the message names the field path).
+        ValueError
+            Neither ``schema`` nor ``schema_id`` was given.
+        """
+        fixed = self._value_writer
+        if fixed is None:
+            if self.schema is None and self.schema_id is None:
+                raise ValueError("encode_value needs a fixed writer schema: pass schema= or schema_id=")
+            writer = self._writer(None)
+            schema_id = self._id_for(writer)
+            if isinstance(schema_id, (int, np.integer)):
+                schema_id = int(schema_id)
+            prefix = wire.frame(pa.array([b""], pa.binary()), schema_id, self.protocol)[0].as_py()
+            encoder = self._encoders.get_or_make(writer.key, lambda: self._fmt.encoder(writer.model))
+            fixed = self._value_writer = (prefix, encoder)
+        return fixed[0] + fixed[1].encode_value(value)
 
     def _writer(self, data: Any) -> _Schema:
         """The writer schema for ``data``: the fixed one, the registry's for ``schema_id``, or derived."""

@@ -104,6 +104,10 @@ class PayloadEncoder(Protocol):
         """One payload per row of ``batch`` (a RecordBatch or Table) as a binary array."""
         ...
 
+    def encode_value(self, value: Any) -> bytes:
+        """One payload for one Python value (a dict for a record, as the decoder's rows give it)."""
+        ...
+
 
 @runtime_checkable
 class PayloadFormat(Protocol):

@@ -17,11 +17,11 @@ import pyarrow as pa
 
 from .. import wire
 from ..errors import EncodeError
-from ..formats.avro.schema import Named, Primitive, Schema, parse, to_json
+from ..formats.avro.schema import Named, Primitive, Record, Schema, parse, to_json
 from ..pipeline import Decoded, MessageDecoder, MessageEncoder
 from ..registry.lookup import fetch_schema
 from ._subjects import SubjectNameStrategy, client_of, resolve_strategy, subject_registry
-from ._values import rows_builder, rows_reader
+from ._values import needs_builder, rows_builder, rows_reader
 
 __all__ = ["AvroDeserializer", "AvroSerializer"]
 
@@ -114,6 +114,9 @@ class _Writer:
     build: Callable[[list[Any]], pa.RecordBatch]
     raw: bool  # a plain bytes schema: the value is the payload (see _is_raw_bytes)
     prefix: bytes  # the wire prefix of schema_id, framed once
+    # the record's field names: a dict holding every one of them needs no default filled in, so the
+    # encoder's row writer serializes it directly (the one-row Arrow batch is for the rest)
+    fields: frozenset[str] | None
 
 
 class AvroSerializer:
@@ -213,6 +216,8 @@ class AvroSerializer:
             if not isinstance(value, (bytes, bytearray, memoryview)):
                 raise EncodeError(f"{value!r} is not bytes (the schema is bytes)")
             return writer.prefix + bytes(value)
+        if writer.fields is not None and isinstance(value, dict) and writer.fields.issubset(value.keys()):
+            return writer.encoder.encode_value(value)
         try:
             batch = writer.build([value])
         except (pa.ArrowException, OverflowError) as exc:  # pyarrow refused a value: name it as the encoder would
@@ -265,7 +270,11 @@ class AvroSerializer:
             node = parse(text)
             encoder = MessageEncoder(self._client, subject, schema=text, schema_id=schema_id)
             prefix = wire.CONFLUENT.pack(schema_id, b"")
-            writer = _Writer(schema_id, encoder, rows_builder(node), _is_raw_bytes(text), prefix)
+            # only where confluent-kafka's value shapes are the decoder's row shapes (no uuid objects,
+            # duration bytes or non-null defaults): the row writer reads the latter
+            direct = isinstance(node, Record) and not needs_builder(node)
+            fields = frozenset(f.name for f in node.fields) if direct and isinstance(node, Record) else None
+            writer = _Writer(schema_id, encoder, rows_builder(node), _is_raw_bytes(text), prefix, fields)
             self._writers[key] = writer
         return writer
 

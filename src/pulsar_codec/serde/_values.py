@@ -27,7 +27,7 @@ from ..formats.avro._rows import accepts
 from ..formats.avro.plan import arrow_type
 from ..formats.avro.schema import Array, Fixed, Map, Primitive, Record, Schema, Union
 
-__all__ = ["rows_builder", "rows_reader"]
+__all__ = ["needs_builder", "rows_builder", "rows_reader"]
 
 ColumnReader = Callable[[pa.Array], list[Any]]
 ColumnBuilder = Callable[[Sequence[Any]], pa.Array]
@@ -174,18 +174,18 @@ def _default_value(node: Schema, default: Any) -> Any:
     return default
 
 
-def _needs_builder(node: Schema) -> bool:
+def needs_builder(node: Schema) -> bool:
     """Whether ``pa.array(values, type)`` cannot take fastavro-shaped values for ``node`` as they are."""
     if isinstance(node, Union):
         inner = node.nullable_of
-        return True if inner is None else _needs_builder(inner)
+        return True if inner is None else needs_builder(inner)
     if isinstance(node, Record):
         # a missing key reads as None, which is right only where the default is null
-        return any((f.has_default and f.default is not None) or _needs_builder(f.type) for f in node.fields)
+        return any((f.has_default and f.default is not None) or needs_builder(f.type) for f in node.fields)
     if isinstance(node, Array):
-        return _needs_builder(node.items)
+        return needs_builder(node.items)
     if isinstance(node, Map):
-        return _needs_builder(node.values)
+        return needs_builder(node.values)
     if isinstance(node, Fixed):
         return node.logical == "duration"
     return isinstance(node, Primitive) and node.logical == "uuid"
@@ -198,7 +198,7 @@ def _mask(values: Sequence[Any]) -> pa.Array | None:
 def column_builder(node: Schema) -> ColumnBuilder:  # noqa: C901 - one case per type
     """A converter from fastavro-shaped values of ``node`` to an Arrow column of its Arrow type."""
     typ = arrow_type(node)
-    if not _needs_builder(node):
+    if not needs_builder(node):
         return lambda values: pa.array(values, typ)
     if isinstance(node, Union) and node.nullable_of is not None:
         return column_builder(node.nullable_of)
@@ -287,7 +287,7 @@ def rows_builder(node: Schema) -> Callable[[Sequence[Any]], pa.RecordBatch]:
     """
     if isinstance(node, Record):
         schema = pa.schema([pa.field(f.name, arrow_type(f.type)) for f in node.fields])
-        if not _needs_builder(node):
+        if not needs_builder(node):
             return lambda values: pa.RecordBatch.from_pylist(list(values), schema=schema)
         fields = [
             (f.name, column_builder(f.type), _default_value(f.type, f.default) if f.has_default else None)
