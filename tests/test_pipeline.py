@@ -419,3 +419,12 @@ def test_encode_value_needs_a_fixed_schema_and_names_a_bad_field(backend):
     enc = MessageEncoder({}, "s", schema=USER)
     with pytest.raises(pc.errors.EncodeError, match="tags"):
         enc.encode_value({"id": 1, "name": "a", "tags": None, "email": None})
+
+
+def test_encode_derives_a_schema_for_an_all_null_column(backend):
+    # from_pylist types a column of only None as Arrow's null type: it becomes Avro "null"
+    registry: dict[int, str] = {}
+    batch = pa.RecordBatch.from_pylist([{"id": 1, "email": None}, {"id": 2, "email": None}])
+    assert batch.schema.field("email").type == pa.null()
+    messages = pc.encode(batch, registry, "users-value")
+    assert pc.decode(messages, registry).to_pylist() == batch.to_pylist()

@@ -14,7 +14,8 @@ __all__ = ["schema_for", "schema_from_arrow"]
 
 def _avro_of(t: pa.DataType, name: str, nullable: bool, names: set[str]) -> Any:
     base = _avro_type(t, name, names)
-    return ["null", base] if nullable else base
+    # an all-null column (Arrow's null type) is Avro "null" itself: ["null", "null"] is no union
+    return ["null", base] if nullable and not pa.types.is_null(t) else base
 
 
 def _avro_type(t: pa.DataType, name: str, names: set[str]) -> Any:  # noqa: C901
