@@ -236,6 +236,38 @@ def test_reads_what_confluent_kafka_writes_and_back(backend, reg, ck_client, sch
         assert_same_values(ck_de(ours_ser(value, ctx()), ctx()), theirs_read)
 
 
+MIXED = {
+    "type": "record",
+    "name": "Mixed",
+    "namespace": "com.example",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {
+            "name": "v",
+            "type": [
+                "null",
+                {"type": "map", "values": "long"},
+                {"type": "long", "logicalType": "timestamp-millis"},
+                {"type": "string", "logicalType": "uuid"},
+            ],
+        },
+        {"name": "team", "type": "string", "default": "none"},
+    ],
+}
+
+
+def test_general_unions_and_missing_defaults_match_confluent_kafka(backend, reg, ck_client):
+    # a union whose branches convert (map, timestamp, uuid): one value does not say its branch, so
+    # these messages are read as a one-message batch; a missing field takes its default
+    ck_ser, ck_de = ck_serializer(ck_client, MIXED), ck_deserializer(ck_client)
+    ours_ser, ours_de = serde.AvroSerializer(reg, text(MIXED)), serde.AvroDeserializer(reg)
+    stamp = datetime.datetime(2024, 5, 1, 12, 30, 15, 123000, tzinfo=UTC)
+    for value in ({"id": 1, "v": {"a": 1}}, {"id": 2, "v": stamp}, {"id": 3, "v": uuid.UUID(int=3)}, {"id": 4}):
+        full = {"v": None, "team": "none", **value}
+        assert ours_ser(value, ctx()) == ck_ser(full, ctx())
+        assert_same_values(ours_de(ours_ser(value, ctx()), ctx()), ck_de(ck_ser(full, ctx()), ctx()))
+
+
 def test_deserializer_on_confluent_kafka_client(backend, ck_client):
     framed = ck_serializer(ck_client, ORDER)(order(2), ctx())
     assert_same_values(serde.AvroDeserializer(ck_client)(framed, ctx()), ck_deserializer(ck_client)(framed, ctx()))

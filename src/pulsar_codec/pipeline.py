@@ -156,6 +156,8 @@ class MessageDecoder:
         self._schemas: LRU[Any, _Schema] = LRU(self.cache_size)
         self._readers: LRU[tuple[str, str], _ReaderPlans] = LRU(self.cache_size)
         self._given_readers: LRU[str, _Schema] = LRU(8)
+        # decode_value's plan per schema id (a plain dict: one lookup per message; bounded below)
+        self._value_plans: dict[Any, tuple[PayloadFormat, DecodePlan]] = {}
 
     @property
     def registry(self) -> Any:
@@ -300,6 +302,57 @@ class MessageDecoder:
         batch, errors = fmt.decode(plans, segments, keep_going)
         return _finish(batch, errors, [], keep_going, total)
 
+    def decode_value(self, payload: Any, schema_id: Any = None) -> Any:
+        """The Python value of one message, by the same plans and kernel as :meth:`decode`.
+
+        Parameters
+        ----------
+        payload : bytes, bytearray, memoryview or None
+            A framed message when ``schema_id`` is None, else an unframed payload (as for
+            :meth:`decode_payloads`).
+        schema_id : id, optional
+            The payload's schema id when it comes separately (PIP-420 metadata, a header).
+
+        Returns
+        -------
+        object
+            The row :meth:`decode` would give for this message, as ``to_pylist()`` gives it: a dict
+            for a record reader, the value itself for other readers; None for a None payload. The
+            reader is ``reader_schema``, else the message's own writer schema.
+
+        Raises
+        ------
+        WireFormatError, AvroDecodeError, SchemaNotFoundError, SchemaError
+            As :meth:`decode` raises them for a batch holding only this message (index 0), whatever
+            ``on_error`` says: one value has no error table to go to.
+        """
+        if payload is None:
+            return None
+        start = 0
+        if schema_id is not None:
+            key = schema_id
+        elif self.protocol is wire.CONFLUENT and len(payload) >= 5 and payload[0] == 0:
+            key = int.from_bytes(payload[1:5], "big")  # the common prefix, read without a kernel call
+            start = 5
+        else:
+            key, body = self.protocol.unpack(payload)  # raises the wire error decode() raises
+            payload, start = body, 0
+        found = self._value_plans.get(key)
+        if found is None:
+            found = self._value_plan(key)
+        if type(payload) is not bytes:
+            payload = memoryview(payload).cast("B")
+        return found[0].decode_value(found[1], payload, start)
+
+    def _value_plan(self, key: Any) -> tuple[PayloadFormat, DecodePlan]:
+        fmt, plans = self._plans_for([key])
+        entry = (fmt, plans[0])
+        if len(self._value_plans) >= self.cache_size:
+            self._value_plans.clear()  # rare: more schema ids than the cache holds
+        if self.cache_size:
+            self._value_plans[key] = entry
+        return entry
+
     def _per_row_segments(
         self, chunks: list[Chunk], ids: np.ndarray | list[Any], total: int
     ) -> tuple[PayloadFormat, list[DecodePlan], list[Segment]]:
@@ -415,12 +468,22 @@ class MessageEncoder:
     def _schema(self, model: Any) -> _Schema:
         return _Schema(self._fmt, model, self._fmt.schema_key(model))
 
-    def encode_value(self, value: Any) -> bytes:
+    def encode_value(self, value: Any, *, framed: bool = True) -> bytes:
         """One framed message for one Python value (a dict for a record), for per-message producers.
 
         The writer schema must be fixed (``schema=`` or ``schema_id=``): one value carries no Arrow
         schema to derive it from. The schema is resolved and registered on the first call, and its
-        prefix framed once; each call then only writes the payload.
+        prefix framed once; each call then only runs the format's row writer on the value (for
+        Avro: a dict as :meth:`MessageDecoder.decode_value` gives it, or in fastavro's shapes; a
+        missing field takes its default).
+
+        Parameters
+        ----------
+        value : object
+            The value.
+        framed : bool, default True
+            False: the payload without the wire prefix (the id then travels separately, as
+            :meth:`encode_payloads` returns it).
 
         Raises
         ------
@@ -431,16 +494,22 @@ class MessageEncoder:
         """
         fixed = self._value_writer
         if fixed is None:
-            if self.schema is None and self.schema_id is None:
-                raise ValueError("encode_value needs a fixed writer schema: pass schema= or schema_id=")
-            writer = self._writer(None)
-            schema_id = self._id_for(writer)
-            if isinstance(schema_id, (int, np.integer)):
-                schema_id = int(schema_id)
-            prefix = wire.frame(pa.array([b""], pa.binary()), schema_id, self.protocol)[0].as_py()
-            encoder = self._encoders.get_or_make(writer.key, lambda: self._fmt.encoder(writer.model))
-            fixed = self._value_writer = (prefix, encoder)
-        return fixed[0] + fixed[1].encode_value(value)
+            fixed = self._fixed_value_writer()
+        if framed:
+            return fixed[0] + fixed[1].encode_value(value)
+        return fixed[1].encode_value(value)
+
+    def _fixed_value_writer(self) -> tuple[bytes, PayloadEncoder]:
+        if self.schema is None and self.schema_id is None:
+            raise ValueError("encode_value needs a fixed writer schema: pass schema= or schema_id=")
+        writer = self._writer(None)
+        schema_id = self._id_for(writer)
+        if isinstance(schema_id, (int, np.integer)):
+            schema_id = int(schema_id)
+        prefix = wire.frame(pa.array([b""], pa.binary()), schema_id, self.protocol)[0].as_py()
+        encoder = self._encoders.get_or_make(writer.key, lambda: self._fmt.encoder(writer.model))
+        self._value_writer = (prefix, encoder)
+        return self._value_writer
 
     def _writer(self, data: Any) -> _Schema:
         """The writer schema for ``data``: the fixed one, the registry's for ``schema_id``, or derived."""

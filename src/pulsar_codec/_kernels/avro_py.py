@@ -2,40 +2,50 @@
 
 The kernel interprets the flat decode program of :mod:`pulsar_codec.formats.avro.plan` over every payload
 of a batch and fills one column builder per slot of the reader layout. Here each op becomes a
-closure bound to its builder lists (compiled once per call, which costs microseconds), varints are
-read inline, and the cyclic garbage collector is paused around the loop.
+closure bound to its builder lists (compiled once per batch, which costs microseconds; the row
+builders of :func:`decode_row` and their closures are kept by the layout), varints are read inline,
+and the cyclic garbage collector is paused around the batch loop.
 
 Contract shared with the compiled twin
 --------------------------------------
-``decode(slots, plans, segments, keep_going, hints=None)``
-
-``slots``
-    ``[(kind, nullable, width, children, null_branch), ...]`` from ``Layout.specs``.
-``plans``
-    ``[(ops, kids), ...]`` from ``plan.build_plan``; a row uses the plan its ``plan_ids`` entry names.
-``segments``
-    ``[(data, starts, ends, validity, plan_ids), ...]``: payload ``i`` of a segment is
-    ``data[starts[i]:ends[i]]``; ``validity`` (bool array or None) marks null payloads;
+``Layout(slots, shapes=None)``
+    A reader layout prepared once: ``slots`` is ``[(kind, nullable, width, children, null_branch),
+    ...]`` from ``Layout.specs``; ``shapes`` (needed by :func:`decode_row`) one ``(names, text,
+    convert)`` per slot: ``names`` a tuple of field names for a struct slot that becomes a dict (None
+    for the row struct of a non-record reader, whose value is its one column), ``text`` True for a
+    binary slot holding strings, ``convert`` None or a callable applied to every non-null value.
+``Program(ops, kids)``
+    One flat program from ``plan.build_plan``, prepared once.
+``decode(layout, programs, segments, keep_going, hints=None)``
+    ``programs``: a row uses the program its ``plan_ids`` entry names (all share ``layout``).
+    ``segments``: ``[(data, starts, ends, validity, plan_ids), ...]``: payload ``i`` of a segment
+    is ``data[starts[i]:ends[i]]``; ``validity`` (bool array or None) marks null payloads;
     ``plan_ids`` (int array or None = all 0). Rows are numbered across segments. ``starts`` may
     also be an int ``skip``: then ``ends`` holds the n + 1 offsets (int32 or int64) of framed
     messages whose ``skip``-byte prefix was already checked, and payload ``i`` is
-    ``data[ends[i] + skip:ends[i + 1]]``.
-``keep_going``
-    False: stop at the first bad row. True: a bad row becomes a null row and decoding goes on.
-``hints``
-    Optional ``[(b1_bytes_per_row, b2_bytes_per_row), ...]`` per slot from an earlier batch; the
-    compiled twin sizes its builders with them, this twin has nothing to pre-size and ignores them.
+    ``data[ends[i] + skip:ends[i + 1]]``. ``keep_going`` False: stop at the first bad row; True: a
+    bad row becomes a null row and decoding goes on. ``hints``: optional ``[(b1_bytes_per_row,
+    b2_bytes_per_row), ...]`` per slot from an earlier batch; the compiled twin sizes its builders
+    with them, this twin has nothing to pre-size and ignores them.
 
-Returns ``(errors, outputs)``: ``errors`` is a list of ``(code, row, offset, detail)`` (the offset
-counted from the start of that payload); ``outputs[s] = (length, validity, b1, b2)`` per slot, with
-numpy arrays (validity: uint8 per element; b1: values, offsets or union type ids; b2: string data or
-union offsets). Slot 0 holds exactly the rows that were completed (all rows when keep_going).
+    Returns ``(errors, outputs)``: ``errors`` is a list of ``(code, row, offset, detail)`` (the
+    offset counted from the start of that payload); ``outputs[s] = (length, validity, b1, b2)`` per
+    slot (validity: uint8 per element; b1: values, offsets or union type ids; b2: string data or
+    union offsets): numpy arrays here (offsets int64), ``pa.Buffer`` slices of the builders in the
+    compiled twin (offsets int32); ``formats/avro/_assemble.py`` takes both. Slot 0 holds exactly
+    the rows that were completed (all rows when keep_going).
+``decode_row(layout, program, data, start, end)``
+    The same interpreter on the one payload ``data[start:end]``, into builders the layout keeps
+    between calls; returns ``(error, value)``: ``error`` None or ``(code, 0, offset, detail)`` as
+    :func:`decode` reports it, ``value`` the row's Python value (None after an error): lists for
+    arrays, lists of ``(key, value)`` tuples for maps, a union's branch value, the shapes applied.
 """
 
 from __future__ import annotations
 
 import gc
 import struct
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
@@ -112,7 +122,7 @@ from .defs import (
     ZERO_SIZE_ITEM_LIMIT,
 )
 
-__all__ = ["decode"]
+__all__ = ["Layout", "Program", "decode", "decode_row"]
 
 # reads one value at pos of buf (not past end), appends it to its builder, returns the new pos
 Reader: TypeAlias = Callable[[bytes, int, int], int]
@@ -120,6 +130,8 @@ Reader: TypeAlias = Callable[[bytes, int, int], int]
 SlotSpec: TypeAlias = tuple[int, bool, int, Sequence[int], int]
 # (code, slot, first_kid, n_kids, arg, arg2, table, const) per op
 Op: TypeAlias = tuple[int, int, int, int, int, int, Sequence[int] | None, bytes | None]
+# (names, text, convert) per slot: how decode_row turns an element into a Python value
+RowShape: TypeAlias = tuple[Sequence[str] | None, bool, Callable[[Any], Any] | None]
 # (length, validity, b1, b2) per slot
 SlotOutput: TypeAlias = tuple[int, AnyArray | None, AnyArray | None, AnyArray | None]
 
@@ -652,17 +664,143 @@ def _finish(B: list[_Builder]) -> list[SlotOutput]:
     return out
 
 
+class Layout:
+    """A reader layout prepared once (the compiled twin copies it into C structs); see the module
+    docstring for ``slots`` and ``shapes``."""
+
+    def __init__(self, slots: Sequence[SlotSpec], shapes: Sequence[RowShape] | None = None) -> None:
+        self.specs: list[SlotSpec] = [(int(k), bool(n), int(w), tuple(c), int(b)) for k, n, w, c, b in slots]
+        if any(not 0 <= c < len(self.specs) for spec in self.specs for c in spec[3]):
+            raise ValueError("malformed Avro layout: a child slot out of range")
+        self.has_shapes = shapes is not None
+        self.names: list[tuple[str, ...] | None] = [None] * len(self.specs)
+        self.text: list[bool] = [False] * len(self.specs)
+        self.convert: list[Callable[[Any], Any] | None] = [None] * len(self.specs)
+        if shapes is not None:
+            if len(shapes) != len(self.specs):
+                raise ValueError("one row shape per slot is needed")
+            for i, (names, text, convert) in enumerate(shapes):
+                self.names[i] = None if names is None else tuple(names)
+                self.text[i] = bool(text)
+                self.convert[i] = convert
+        self._idle: _RowBuilders | None = None  # the row builders between decode_row calls
+        self._lock = threading.Lock()
+
+
+class Program:
+    """One flat decode program, prepared once (the compiled twin copies it into C structs)."""
+
+    def __init__(self, ops: Sequence[Op], kids: Sequence[int]) -> None:
+        self.ops = list(ops)
+        self.kids = list(kids)
+
+
+class _RowBuilders:
+    """Builders for one row and the closures of every program compiled against them."""
+
+    _MAX_ROOTS = 64
+
+    def __init__(self, layout: Layout) -> None:
+        self.builders = [_Builder(spec) for spec in layout.specs]
+        self.budget = [ZERO_SIZE_ITEM_LIMIT]
+        self.roots: dict[int, tuple[Program, Reader]] = {}  # by id(program); the entry keeps it alive
+
+    def root(self, program: Program) -> Reader:
+        hit = self.roots.get(id(program))
+        if hit is not None:
+            return hit[1]
+        if len(self.roots) >= self._MAX_ROOTS:
+            self.roots.clear()
+        root = _compile(program.ops, program.kids, self.builders, self.budget)
+        self.roots[id(program)] = (program, root)
+        return root
+
+    def rewind(self) -> None:
+        """Empty every builder in place (the closures hold their lists)."""
+        for b in self.builders:
+            b.vals.clear()
+            if b.valid is not None:
+                b.valid.clear()
+            b.uoffs.clear()
+            b.committed[:] = [0] * len(b.committed)
+        self.budget[0] = ZERO_SIZE_ITEM_LIMIT
+
+
+def _row_value(layout: Layout, B: list[_Builder], sid: int, i: int) -> Any:  # noqa: C901 - one case per kind
+    """The Python value of element ``i`` of slot ``sid`` (its row shape applied)."""
+    b = B[sid]
+    if b.valid is not None and not b.valid[i]:
+        return None
+    kind = b.kind
+    v: Any
+    if kind in (K_I32, K_I64):
+        v = b.vals[i]
+    elif kind == K_F64:
+        v = _unpack_d(b.vals[i])[0]
+    elif kind == K_F32:
+        v = _unpack_f(b.vals[i])[0]
+    elif kind == K_BOOL:
+        v = bool(b.vals[i])
+    elif kind == K_BIN:
+        v = b.vals[i].decode("utf-8") if layout.text[sid] else b.vals[i]
+    elif kind == K_RAW:
+        v = b.vals[i]
+    elif kind == K_STRUCT:
+        names = layout.names[sid]
+        if names is None:  # the row struct of a non-record reader: its one column
+            return _row_value(layout, B, b.children[0], i)
+        v = {name: _row_value(layout, B, c, i) for name, c in zip(names, b.children)}
+    elif kind in (K_LIST, K_MAP):
+        lo = b.vals[i - 1] if i else 0
+        if kind == K_LIST:
+            v = [_row_value(layout, B, b.children[0], j) for j in range(lo, b.vals[i])]
+        else:
+            key, item = b.children
+            v = [(_row_value(layout, B, key, j), _row_value(layout, B, item, j)) for j in range(lo, b.vals[i])]
+    elif kind == K_UNION:
+        return _row_value(layout, B, b.children[b.vals[i]], b.uoffs[i])
+    else:  # K_NULL
+        return None
+    convert = layout.convert[sid]
+    return v if convert is None else convert(v)
+
+
+def decode_row(layout: Layout, program: Program, data: Any, start: int, end: int) -> tuple[KernelError | None, Any]:
+    """Decode the one payload ``data[start:end]``; see the module docstring for the contract."""
+    if not layout.has_shapes:
+        raise ValueError("this layout was prepared without row shapes")
+    buf = data if isinstance(data, bytes) else bytes(data)
+    if not 0 <= start <= end <= len(buf):
+        raise ValueError(f"payload bounds {start}:{end} outside a buffer of {len(buf)} bytes")
+    with layout._lock:
+        rows, layout._idle = layout._idle, None
+    if rows is None:
+        rows = _RowBuilders(layout)
+    try:
+        rows.rewind()
+        root = rows.root(program)
+        try:
+            pos = root(buf, start, end)
+            if pos != end:
+                raise _Fail(AVRO_TRAILING_BYTES, pos, end - pos)
+        except _Fail as fail:
+            return (fail.code, 0, fail.pos - start, fail.detail), None
+        return None, _row_value(layout, rows.builders, 0, 0)
+    finally:
+        layout._idle = rows
+
+
 def decode(
-    slots: Sequence[SlotSpec],
-    plans: Sequence[tuple[Sequence[Op], Sequence[int]]],
+    layout: Layout,
+    programs: Sequence[Program],
     segments: Sequence[tuple[Any, Any, Any, AnyArray | None, AnyArray | None]],
     keep_going: bool,
     hints: Sequence[tuple[float, float]] | None = None,
 ) -> tuple[list[KernelError], list[SlotOutput]]:
     """Decode every payload of ``segments``; see the module docstring for the contract."""
-    B = [_Builder(spec) for spec in slots]
+    B = [_Builder(spec) for spec in layout.specs]
     budget = [ZERO_SIZE_ITEM_LIMIT]
-    roots = [_compile(ops, kids, B, budget) for ops, kids in plans]
+    roots = [_compile(p.ops, p.kids, B, budget) for p in programs]
     errors: list[KernelError] = []
     row0 = 0
     enabled = gc.isenabled()

@@ -153,6 +153,15 @@ class PayloadFormat(Protocol):
         """
         ...
 
+    def decode_value(self, plan: Any, data: Any, start: int = 0) -> Any:
+        """The Python value of the one payload ``data[start:]`` (bytes or a byte memoryview).
+
+        Runs the plan and kernel :meth:`decode` runs; the value equals that row of the batch as
+        ``to_pylist()`` gives it. A bad payload raises what :meth:`decode` reports for it (same
+        class, code and offset; index 0).
+        """
+        ...
+
     def encoder(self, model: Any) -> PayloadEncoder:
         """An encoder writing payloads with ``model`` as the writer schema."""
         ...

@@ -2,7 +2,8 @@
 
 Both keep one :class:`~pulsar_codec.pipeline.MessageEncoder` / :class:`~pulsar_codec.pipeline.MessageDecoder`
 per schema they meet (plus the value converter of that schema), so a call after the first only looks
-up a dict, converts the value and runs the compiled plan.
+up a dict and runs the compiled plan on the one value: ``MessageEncoder.encode_value`` (the Avro row
+writer) and ``MessageDecoder.decode_value`` (the decode kernel on one payload).
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ import pyarrow as pa
 
 from .. import wire
 from ..errors import EncodeError
-from ..formats.avro.schema import Named, Primitive, Record, Schema, parse, to_json
+from ..formats.avro.schema import Named, Primitive, Schema, parse, to_json
 from ..pipeline import Decoded, MessageDecoder, MessageEncoder
 from ..registry.lookup import fetch_schema
 from ._subjects import SubjectNameStrategy, client_of, resolve_strategy, subject_registry
-from ._values import needs_builder, rows_builder, rows_reader
+from ._values import rows_reader, value_reader
 
 __all__ = ["AvroDeserializer", "AvroSerializer"]
 
@@ -107,16 +108,12 @@ def _record_name(node: Schema) -> str | None:
 
 @dataclass(frozen=True)
 class _Writer:
-    """What one subject writes with: the schema id, its encoder and the value converter."""
+    """What one subject writes with: the schema id and its encoder."""
 
     schema_id: int
     encoder: MessageEncoder
-    build: Callable[[list[Any]], pa.RecordBatch]
     raw: bool  # a plain bytes schema: the value is the payload (see _is_raw_bytes)
     prefix: bytes  # the wire prefix of schema_id, framed once
-    # the record's field names: a dict holding every one of them needs no default filled in, so the
-    # encoder's row writer serializes it directly (the one-row Arrow batch is for the rest)
-    fields: frozenset[str] | None
 
 
 class AvroSerializer:
@@ -216,18 +213,7 @@ class AvroSerializer:
             if not isinstance(value, (bytes, bytearray, memoryview)):
                 raise EncodeError(f"{value!r} is not bytes (the schema is bytes)")
             return writer.prefix + bytes(value)
-        if writer.fields is not None and isinstance(value, dict) and writer.fields.issubset(value.keys()):
-            return writer.encoder.encode_value(value)
-        try:
-            batch = writer.build([value])
-        except (pa.ArrowException, OverflowError) as exc:  # pyarrow refused a value: name it as the encoder would
-            raise EncodeError(f"{value!r} does not fit the schema: {exc}") from None
-        payload = writer.encoder.encode_payloads(batch)[1][0].as_py()
-        if payload is None:  # an all-null row the schema cannot hold: the encoder's tombstone
-            raise EncodeError(f"{value!r} does not fit the schema: its fields are all null")
-        # the prefix was framed by the wire module once; framing one row per call would cost more
-        # than encoding it
-        return writer.prefix + payload  # type: ignore[no-any-return]
+        return writer.encoder.encode_value(value)
 
     def _subject(self, ctx: Any) -> str:
         subject = self._strategy(ctx, self._record_name)
@@ -267,14 +253,9 @@ class AvroSerializer:
         key = (schema_id, text)
         writer = self._writers.get(key)
         if writer is None:
-            node = parse(text)
             encoder = MessageEncoder(self._client, subject, schema=text, schema_id=schema_id)
             prefix = wire.CONFLUENT.pack(schema_id, b"")
-            # only where confluent-kafka's value shapes are the decoder's row shapes (no uuid objects,
-            # duration bytes or non-null defaults): the row writer reads the latter
-            direct = isinstance(node, Record) and not needs_builder(node)
-            fields = frozenset(f.name for f in node.fields) if direct and isinstance(node, Record) else None
-            writer = _Writer(schema_id, encoder, rows_builder(node), _is_raw_bytes(text), prefix, fields)
+            writer = _Writer(schema_id, encoder, _is_raw_bytes(text), prefix)
             self._writers[key] = writer
         return writer
 
@@ -295,10 +276,12 @@ class AvroSerializer:
 
 @dataclass(frozen=True)
 class _Reader:
-    """One reader schema: its decoder and the converter of decoded rows to values."""
+    """One reader schema: its decoder and the converters of its values to confluent-kafka's shapes."""
 
     decoder: MessageDecoder
-    read: Callable[[pa.RecordBatch], list[Any]]
+    read: Callable[[pa.RecordBatch], list[Any]]  # the rows of a decoded batch
+    per_value: bool = True  # decode_value's value converts (see value_reader); else a one-row batch
+    convert: Callable[[Any], Any] | None = None  # of decode_value's value; None: already right
     raw: bool = False  # a plain bytes schema: the payload is the value (see _is_raw_bytes)
 
 
@@ -372,9 +355,14 @@ class AvroDeserializer:
         if reader.raw:
             value: Any = bytes(wire.CONFLUENT.unpack(data)[1])
             return self._from_dict(value, ctx) if self._from_dict is not None else value
-        batch = reader.decoder.decode([data])
-        assert isinstance(batch, pa.RecordBatch)  # the per-message decoders raise on bad data
-        value = reader.read(batch)[0]
+        if reader.per_value:
+            value = reader.decoder.decode_value(data)
+            if reader.convert is not None:
+                value = reader.convert(value)
+        else:
+            batch = reader.decoder.decode([data])
+            assert isinstance(batch, pa.RecordBatch)  # the per-message decoders raise on bad data
+            value = reader.read(batch)[0]
         return self._from_dict(value, ctx) if self._from_dict is not None else value
 
     def _reader_text_for(self, ctx: Any) -> str | None:
@@ -413,7 +401,9 @@ class AvroDeserializer:
         decoder = MessageDecoder(self._client, reader_schema=text)
         if text is None:
             return _Reader(decoder, lambda batch: batch.to_pylist())
-        return _Reader(decoder, rows_reader(parse(text)), _is_raw_bytes(text))
+        node = parse(text)
+        per_value, convert = value_reader(node)
+        return _Reader(decoder, rows_reader(node), per_value, convert, _is_raw_bytes(text))
 
     # -- many messages ---------------------------------------------------------------------------
 

@@ -7,9 +7,12 @@ The pipeline speaks Arrow; these converters bridge the two, one compiled per sch
   right for most types; the converters only step in where pyarrow differs (maps are dicts, not
   lists of pairs; ``uuid`` strings are ``uuid.UUID``; timestamps carry ``datetime.timezone.utc``;
   nanosecond timestamps and ``duration`` stay raw, an int and 12 bytes, as fastavro leaves them).
-- :func:`rows_builder` turns values into the Arrow batch the encoder takes, accepting what
-  fastavro's writer accepts for the same schema (a missing field takes its default, a general
-  union's branch is chosen by the value).
+- :func:`value_reader` does the same to the one value ``MessageDecoder.decode_value`` gives (the
+  row a batch would hold, as ``to_pylist`` gives it), for the per-message deserializer.
+
+Values are written by the Avro format's row writer (``MessageEncoder.encode_value``), which already
+takes fastavro's shapes (a missing field takes its default, a general union's branch is chosen by
+the value, a ``duration`` may be its 12 bytes).
 """
 
 from __future__ import annotations
@@ -17,22 +20,20 @@ from __future__ import annotations
 import datetime
 import struct
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 
-from ..errors import EncodeError
-from ..formats.avro._rows import accepts
-from ..formats.avro.plan import arrow_type
 from ..formats.avro.schema import Array, Fixed, Map, Primitive, Record, Schema, Union
 
-__all__ = ["needs_builder", "rows_builder", "rows_reader"]
+__all__ = ["rows_reader", "value_reader"]
 
 ColumnReader = Callable[[pa.Array], list[Any]]
-ColumnBuilder = Callable[[Sequence[Any]], pa.Array]
 
 _UTC = datetime.UTC
+_EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
+_EPOCH = datetime.datetime(1970, 1, 1)
 _DURATION = struct.Struct("<III")
 
 
@@ -154,153 +155,81 @@ def rows_reader(node: Schema) -> Callable[[pa.RecordBatch], list[Any]]:
     return lambda batch: read_value(batch.column(0))
 
 
-# -- writing: fastavro-shaped values -> Arrow --------------------------------------------------------
+# -- one value: MessageDecoder.decode_value's values -> fastavro-shaped values ------------------------
+
+ValueReader = Callable[[Any], Any]
 
 
-def _default_value(node: Schema, default: Any) -> Any:
-    """A field default (JSON form) as the Python value fastavro would write for it."""
-    if default is None:
-        return None
-    if isinstance(node, Union):
-        return _default_value(node.branches[0], default)
-    if isinstance(node, Record) and isinstance(default, dict):
-        return {f.name: _default_value(f.type, default.get(f.name, f.default)) for f in node.fields}
-    if isinstance(node, Array) and isinstance(default, list):
-        return [_default_value(node.items, v) for v in default]
-    if isinstance(node, Map) and isinstance(default, dict):
-        return {k: _default_value(node.values, v) for k, v in default.items()}
-    if isinstance(default, str) and (node.type == "bytes" or isinstance(node, Fixed)):
-        return default.encode("latin-1")  # the Avro spec writes byte defaults as ISO-8859-1 text
-    return default
+class _NoValueReader(Exception):
+    """Internal: this schema's values cannot be converted one by one (see :func:`value_reader`)."""
 
 
-def needs_builder(node: Schema) -> bool:
-    """Whether ``pa.array(values, type)`` cannot take fastavro-shaped values for ``node`` as they are."""
+def _value_reader(node: Schema) -> ValueReader | None:  # noqa: C901 - one case per type
+    """What :func:`column_reader` does for a column, done to one value (None passes through)."""
     if isinstance(node, Union):
         inner = node.nullable_of
-        return True if inner is None else needs_builder(inner)
+        if inner is not None:
+            return _value_reader(inner)
+        # a general union's value does not say which branch it came from: only when no branch
+        # converts is the value right as it is
+        if any(_value_reader(b) is not None for b in node.branches):
+            raise _NoValueReader
+        return None
     if isinstance(node, Record):
-        # a missing key reads as None, which is right only where the default is null
-        return any((f.has_default and f.default is not None) or needs_builder(f.type) for f in node.fields)
+        fields = [(f.name, r) for f in node.fields if (r := _value_reader(f.type)) is not None]
+        if not fields:
+            return None
+
+        def read_record(v: Any) -> Any:
+            if v is not None:  # a fresh dict of the decoder: converted in place
+                for name, read in fields:
+                    v[name] = read(v[name])
+            return v
+
+        return read_record
     if isinstance(node, Array):
-        return needs_builder(node.items)
+        read_item = _value_reader(node.items)
+        if read_item is None:
+            return None
+        item = read_item
+        return lambda v: None if v is None else [item(x) for x in v]
     if isinstance(node, Map):
-        return needs_builder(node.values)
-    if isinstance(node, Fixed):
-        return node.logical == "duration"
-    return isinstance(node, Primitive) and node.logical == "uuid"
+        read_value = _value_reader(node.values)
+        if read_value is None:
+            return lambda v: None if v is None else dict(v)
+        value = read_value
+        return lambda v: None if v is None else {k: value(x) for k, x in v}
+    if isinstance(node, Fixed) and node.logical == "duration":
+        return lambda v: None if v is None else _DURATION.pack(v.months, v.days, v.nanoseconds // 1_000_000)
+    if isinstance(node, Primitive):
+        lt = node.logical
+        if lt == "uuid" and node.type == "string":
+            return lambda v: None if v is None else uuid.UUID(v)
+        if lt in ("timestamp-nanos", "local-timestamp-nanos"):
+            return _nanos
+        if lt in ("timestamp-millis", "timestamp-micros"):
+            return lambda v: None if v is None else v.replace(tzinfo=_UTC)
+    return None
 
 
-def _mask(values: Sequence[Any]) -> pa.Array | None:
-    return pa.array([v is None for v in values], pa.bool_()) if any(v is None for v in values) else None
+def _nanos(v: Any) -> Any:
+    """fastavro's nanosecond timestamp: the long itself (pyarrow gives a pandas Timestamp)."""
+    if v is None or isinstance(v, int):
+        return v
+    if hasattr(v, "value"):
+        return int(v.value)
+    delta = v - (_EPOCH_UTC if v.tzinfo is not None else _EPOCH)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
 
 
-def column_builder(node: Schema) -> ColumnBuilder:  # noqa: C901 - one case per type
-    """A converter from fastavro-shaped values of ``node`` to an Arrow column of its Arrow type."""
-    typ = arrow_type(node)
-    if not needs_builder(node):
-        return lambda values: pa.array(values, typ)
-    if isinstance(node, Union) and node.nullable_of is not None:
-        return column_builder(node.nullable_of)
-    if isinstance(node, Union):
-        branches = node.branches
-        builders = [column_builder(b) for b in branches]
-        names = [typ.field(i).name for i in range(len(branches))]
-
-        def build_union(values: Sequence[Any]) -> pa.Array:
-            groups: list[list[Any]] = [[] for _ in branches]
-            codes: list[int] = []
-            offsets: list[int] = []
-            for v in values:
-                i = next((k for k, b in enumerate(branches) if accepts(b, v)), None)
-                if i is None:
-                    raise EncodeError(f"{v!r} matches no branch of the union {[b.type for b in branches]}")
-                codes.append(i)
-                offsets.append(len(groups[i]))
-                groups[i].append(v)
-            children = [build(group) for build, group in zip(builders, groups)]
-            return pa.UnionArray.from_dense(
-                pa.array(codes, pa.int8()), pa.array(offsets, pa.int32()), children, names, list(range(len(branches)))
-            )
-
-        return build_union
-    if isinstance(node, Record):
-        fields = [
-            (f.name, column_builder(f.type), _default_value(f.type, f.default) if f.has_default else None)
-            for f in node.fields
-        ]
-        struct_fields = list(typ)
-
-        def build_record(values: Sequence[Any]) -> pa.Array:
-            rows = [{} if v is None else v for v in values]
-            for v in rows:
-                if not isinstance(v, dict):
-                    raise EncodeError(f"expected a record (dict), got {v!r}")
-            children = [build([r.get(name, default) for r in rows]) for name, build, default in fields]
-            return pa.StructArray.from_arrays(children, fields=struct_fields, mask=_mask(values))
-
-        return build_record
-    if isinstance(node, (Array, Map)):
-        inner = column_builder(node.items if isinstance(node, Array) else node.values)
-
-        def build_nested(values: Sequence[Any]) -> pa.Array:
-            offsets = [0]
-            flat: list[Any] = []
-            keys: list[Any] = []
-            for v in values:
-                if v is not None:
-                    if isinstance(v, dict):
-                        keys.extend(v.keys())
-                        flat.extend(v.values())
-                    else:
-                        flat.extend(v)
-                offsets.append(len(flat))
-            offs = pa.array(offsets, pa.int32())
-            if isinstance(node, Map):
-                keys_arr = pa.array(keys, pa.string())
-                return pa.MapArray.from_arrays(offs, keys_arr, inner(flat), type=typ, mask=_mask(values))
-            return pa.ListArray.from_arrays(offs, inner(flat), type=typ, mask=_mask(values))
-
-        return build_nested
-    if isinstance(node, Fixed):  # duration: fastavro's 12 bytes (or a (months, days, millis) tuple)
-
-        def build_duration(values: Sequence[Any]) -> pa.Array:
-            out = []
-            for v in values:
-                if isinstance(v, (bytes, bytearray)) and len(v) == 12:
-                    months, days, millis = _DURATION.unpack(v)
-                    out.append((months, days, millis * 1_000_000))
-                else:
-                    out.append(v)
-            return pa.array(out, typ)
-
-        return build_duration
-    # a uuid string: fastavro writes uuid.UUID objects as their text
-    return lambda values: pa.array([str(v) if isinstance(v, uuid.UUID) else v for v in values], typ)
-
-
-def rows_builder(node: Schema) -> Callable[[Sequence[Any]], pa.RecordBatch]:
-    """A converter from values of schema ``node`` to the RecordBatch the encoder takes.
-
-    A record schema takes dicts (one column per field; a missing key takes the field's default);
-    any other schema takes bare values and gives one column named ``value``.
+def value_reader(node: Schema) -> tuple[bool, ValueReader | None]:
+    """A converter from one value :meth:`~pulsar_codec.pipeline.MessageDecoder.decode_value` gives
+    (reader schema ``node``) to fastavro's shape of it: ``(True, None)`` when the value is already
+    right, ``(True, convert)``, or ``(False, None)`` when only a decoded batch says enough (a
+    general union with a branch that converts): the caller then reads a one-message batch with
+    :func:`rows_reader`.
     """
-    if isinstance(node, Record):
-        schema = pa.schema([pa.field(f.name, arrow_type(f.type)) for f in node.fields])
-        if not needs_builder(node):
-            return lambda values: pa.RecordBatch.from_pylist(list(values), schema=schema)
-        fields = [
-            (f.name, column_builder(f.type), _default_value(f.type, f.default) if f.has_default else None)
-            for f in node.fields
-        ]
-
-        def build_rows(values: Sequence[Any]) -> pa.RecordBatch:
-            for v in values:
-                if not isinstance(v, dict):
-                    raise EncodeError(f"expected a record (dict), got {v!r}")
-            cols = [build([v.get(name, default) for v in values]) for name, build, default in fields]
-            return pa.RecordBatch.from_arrays(cols, schema=schema)
-
-        return build_rows
-    build = column_builder(node)
-    return lambda values: pa.RecordBatch.from_arrays([build(values)], names=["value"])
+    try:
+        return True, _value_reader(node)
+    except _NoValueReader:
+        return False, None

@@ -80,6 +80,7 @@ class Decoder:
         self.writer = self.reader if writer_schema is None else parse(writer_schema)
         self.layout = build_layout(self.reader)
         self.plan = build_plan(self.writer, self.reader, self.layout)
+        self._compiled = AvroPlan(self.layout, self.plan)
 
     @property
     def arrow_schema(self) -> pa.Schema:
@@ -110,7 +111,7 @@ class Decoder:
         keep_going = check_on_error(on_error)
         chunks, _ = binary_chunks(payloads)
         segments = [Segment(c.data, c.offsets[:-1], c.offsets[1:], c.validity, None) for c in chunks]
-        errors, batch = run(self.layout, [self.plan], segments, keep_going)
+        errors, batch = run(self.layout, [self._compiled], segments, keep_going)
         if keep_going:
             return Decoded(batch, errors_table(errors))
         if errors:

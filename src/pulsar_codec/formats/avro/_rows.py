@@ -1,8 +1,10 @@
 """The row path of the Avro encoder: one closure per schema node over Python values.
 
-Used for the Arrow/Avro pairings the columnar binding does not cover, and to word the error of a
-row the encode kernel stopped at (so both paths raise the same
-:class:`~pulsar_codec.errors.EncodeError` text).
+Used to encode one value (:meth:`Encoder.encode_value`, behind ``MessageEncoder.encode_value``), for
+the Arrow/Avro pairings the columnar binding does not cover, and to word the error of a row the
+encode kernel stopped at (so both paths raise the same :class:`~pulsar_codec.errors.EncodeError`
+text). A record value may leave out fields that have a default (the default is written, as
+fastavro and confluent-kafka do); a ``duration`` may also be given as its 12 Avro bytes.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ...errors import EncodeError
-from .schema import Array, Enum, Fixed, Map, Primitive, Record, Schema, Union
+from ...errors import EncodeError, SchemaError
+from .defaults import encode_default
+from .schema import Array, Enum, Field, Fixed, Map, Primitive, Record, Schema, Union
 
 __all__ = ["accepts", "row_writer"]
 
@@ -24,6 +27,7 @@ _EPOCH_NAIVE = datetime.datetime(1970, 1, 1)
 _EPOCH_DATE = datetime.date(1970, 1, 1)
 _pack_f = struct.Struct("<f").pack
 _pack_d = struct.Struct("<d").pack
+_MISSING = object()
 
 
 def _zz(out: bytearray, n: int) -> None:
@@ -70,13 +74,21 @@ def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # 
 
         return w_union
     if isinstance(node, Record):
-        fields = [(f.name, row_writer(f.type, f"{path}.{f.name}")) for f in node.fields]
+        fields = [(f.name, row_writer(f.type, f"{path}.{f.name}"), _default_bytes(f, path)) for f in node.fields]
 
         def w_record(v: Any, out: bytearray) -> None:
             if not isinstance(v, dict):
                 raise EncodeError(f"{path}: expected a record (dict), got {v!r}")
-            for name, f in fields:
-                f(v.get(name), out)
+            for name, f, default in fields:
+                item = v.get(name, _MISSING)
+                if item is _MISSING:
+                    if isinstance(default, bytes):  # a missing key takes the field's default, as fastavro does
+                        out += default
+                        continue
+                    if default is not None:
+                        raise EncodeError(default)
+                    item = None
+                f(item, out)
 
         return w_record
     if isinstance(node, Enum):
@@ -135,6 +147,9 @@ def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # 
         if node.logical == "duration":
 
             def w_duration(v: Any, out: bytearray) -> None:
+                if isinstance(v, (bytes, bytearray)) and len(v) == 12:  # fastavro's shape: the Avro bytes
+                    out += v
+                    return
                 months, days, nanos = (v.months, v.days, v.nanoseconds) if hasattr(v, "months") else v
                 out += struct.pack("<III", months, days, nanos // 1_000_000)
 
@@ -231,6 +246,17 @@ def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # 
         out += v
 
     return w_bytes
+
+
+def _default_bytes(f: Field, path: str) -> bytes | str | None:
+    """The Avro bytes of a field's default; None when it has none, the message of the error to raise
+    when a value leaves out a field whose default does not fit its type."""
+    if not f.has_default:
+        return None
+    try:
+        return encode_default(f.type, f.default, f"{path}.{f.name}")
+    except SchemaError as exc:
+        return str(exc)
 
 
 def _guarded(fn: Callable[[Any, bytearray], None], path: str, what: str) -> Callable[[Any, bytearray], None]:

@@ -28,7 +28,6 @@ import pyarrow as pa
 from ..._arrow import as_table_like
 from ..._kernels import _backend
 from ...errors import EncodeError
-from ._rows import accepts as _accepts  # noqa: F401 - the old import path of pulsar_codec.serde
 from ._rows import row_writer
 from .from_arrow import schema_for, schema_from_arrow
 from .schema import Array, Enum, Field, Fixed, Map, Primitive, Record, Schema, Union, parse

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 from ..._kernels import _backend
+from ...errors import raise_for
 from ..base import RowError, Segment
-from ._assemble import assemble
+from ._assemble import assemble, nbytes
+from ._pyvalues import row_shapes
 from .encoder import Encoder, schema_from_arrow
 from .plan import Layout, build_layout, build_plan
 from .schema import Schema, parse, to_json
@@ -33,11 +35,28 @@ class AvroPlan:
 
     layout: Layout
     program: tuple[list[tuple[Any, ...]], list[int]]
+    # the kernel twins' prepared forms of the program, by kernel module (made on first use)
+    prepared: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def arrow_schema(self) -> pa.Schema:
         """The columns this plan decodes into."""
         return self.layout.arrow_schema
+
+    def kernel_program(self, kernels: Any) -> Any:
+        """The program as ``kernels`` (an Avro kernel twin) runs it, prepared once per twin."""
+        found = self.prepared.get(kernels)
+        if found is None:
+            found = self.prepared[kernels] = kernels.Program(*self.program)
+        return found
+
+
+def kernel_layout(layout: Layout, kernels: Any) -> Any:
+    """``layout`` as ``kernels`` (an Avro kernel twin) takes it, with its row shapes; prepared once."""
+    found = layout.prepared.get(kernels)
+    if found is None:
+        found = layout.prepared[kernels] = kernels.Layout(layout.specs, row_shapes(layout))
+    return found
 
 
 def _size_hints(outputs: list[Any]) -> list[tuple[float, float]] | None:
@@ -46,15 +65,17 @@ def _size_hints(outputs: list[Any]) -> list[tuple[float, float]] | None:
     if rows < 1024:  # too few rows to say much about the next batch
         return None
     return [
-        (0.0 if b1 is None else b1.nbytes / rows, 0.0 if b2 is None else b2.nbytes / rows) for _, _, b1, b2 in outputs
+        (0.0 if b1 is None else nbytes(b1) / rows, 0.0 if b2 is None else nbytes(b2) / rows) for _, _, b1, b2 in outputs
     ]
 
 
 def run(
-    layout: Layout, programs: Sequence[Any], segments: Sequence[Any], keep_going: bool
+    layout: Layout, plans: Sequence[AvroPlan], segments: Sequence[Any], keep_going: bool
 ) -> tuple[list[RowError], pa.RecordBatch]:
     """Run the active kernel over ``segments`` and assemble the batch; returns (errors, batch)."""
-    errors, outputs = _backend.active().avro.decode(layout.specs, list(programs), segments, keep_going, layout.hints)
+    kernels = _backend.active().avro
+    programs = [p.kernel_program(kernels) for p in plans]
+    errors, outputs = kernels.decode(kernel_layout(layout, kernels), programs, segments, keep_going, layout.hints)
     hints = _size_hints(outputs)
     if hints is not None:
         layout.hints = hints
@@ -95,8 +116,23 @@ class AvroFormat:
         layout = plans[0].layout
         if any(p.layout is not layout for p in plans):
             raise ValueError("plans decoded together must share one reader layout (build them with base=)")
-        errors, batch = run(layout, [p.program for p in plans], segments, keep_going)
+        errors, batch = run(layout, plans, segments, keep_going)
         return batch, errors
+
+    def decode_value(self, plan: AvroPlan, data: Any, start: int = 0) -> Any:
+        """The Python value of the one payload ``data[start:]``, by the same kernel as :meth:`decode`.
+
+        The value equals the batch row's ``to_pylist()`` value (a dict for a record reader; a
+        non-record reader's value itself). A bad payload raises the error :meth:`decode` reports
+        for it (same class, code and offset; index 0).
+        """
+        kernels = _backend.active().avro
+        layout = plan.layout.prepared.get(kernels) or kernel_layout(plan.layout, kernels)
+        program = plan.prepared.get(kernels) or plan.kernel_program(kernels)
+        error, value = kernels.decode_row(layout, program, data, start, len(data))
+        if error is not None:
+            raise_for(*error)
+        return value
 
     def encoder(self, model: Schema) -> Encoder:
         """An :class:`~pulsar_codec.formats.avro.Encoder` for ``model``."""

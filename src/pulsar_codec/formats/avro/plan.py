@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -187,21 +188,36 @@ class Slot:
 
 @dataclass
 class Layout:
+    """The column builders of one reader schema (slot 0 is the row struct).
+
+    ``specs`` and ``arrow_schema`` are computed once, on first use (after :func:`build_layout` has
+    numbered every slot); ``prepared`` keeps what each kernel twin made of the layout.
+    """
+
     reader: Schema
     slots: list[Slot] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     is_record: bool = False
     # builder bytes per row seen in the last large batch (see avro.run); a sizing hint only
     hints: list[tuple[float, float]] | None = field(default=None, repr=False, compare=False)
+    # the kernel twins' prepared forms of this layout, by kernel module (see format.py)
+    prepared: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @property
+    @cached_property
     def specs(self) -> list[tuple[Any, ...]]:
+        """``(kind, nullable, width, children, null_branch)`` per slot, as the kernels take them."""
         return [s.spec() for s in self.slots]
 
-    @property
+    @cached_property
     def arrow_schema(self) -> pa.Schema:
+        """The columns of every batch decoded with this layout."""
         root = self.slots[0]
         return pa.schema([pa.field(n, self.slots[c].type, nullable=True) for n, c in zip(self.names, root.children)])
+
+    @cached_property
+    def dictionaries(self) -> dict[int, pa.Array]:
+        """The symbols of every enum slot as a string array (the dictionary of its column)."""
+        return {i: pa.array(s.symbols, pa.string()) for i, s in enumerate(self.slots) if s.symbols is not None}
 
 
 _FIXED_KINDS = {

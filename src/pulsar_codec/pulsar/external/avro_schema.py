@@ -2,7 +2,9 @@
 
 Decoding one message and decoding many run the same compiled plan: both go through a
 :class:`~pulsar_codec.pipeline.MessageDecoder` (one per reader schema and error mode, holding the
-schema-by-id and plan caches), and one message is the only row of a one-row batch.
+schema-by-id and plan caches); one message goes through its ``decode_value`` (the decode kernel on
+that one payload), many through ``decode`` / ``decode_payloads``. Encoding one value runs the Avro
+format's row writer.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from ... import wire
 from ...errors import EncodeError, ErrorCode, SchemaNotFoundError, error_for
 from ...formats import get_format
 from ...formats.avro.encoder import Encoder
-from ...formats.avro.schema import Named, Primitive, Record, Schema, parse
+from ...formats.avro.schema import Named, Primitive, Schema, parse
 from ...formats.base import Decoded
-from ...pipeline import MessageDecoder
+from ...pipeline import MessageDecoder, MessageEncoder
 from ..schema_info import EncodeData
 from .base import RegistrySchema, as_list
 from .subjects import warn_fast_is_ignored
@@ -39,16 +41,6 @@ def _raw_primitive(node: Schema, protocol: wire.Protocol, protocol_byte: int) ->
     if protocol is wire.HORTONWORKS and protocol_byte != 0 and node.type in ("bytes", "string"):
         return node.type
     return None
-
-
-def _one_binary(body: Any) -> pa.Array:
-    """A one-row binary array over ``body`` without copying it."""
-    data = pa.py_buffer(body)
-    return pa.Array.from_buffers(pa.binary(), 1, [None, pa.py_buffer(_offsets_to(len(data))), data])
-
-
-def _offsets_to(size: int) -> bytes:
-    return b"\x00\x00\x00\x00" + size.to_bytes(4, "little")
 
 
 class AvroExternalSchema(RegistrySchema):
@@ -126,7 +118,7 @@ class AvroExternalSchema(RegistrySchema):
         self.reader_schema: Schema | None = None if reader_schema is None else parse(reader_schema)
         # what messages are read as; None: each message's writer (for a batch, its newest writer)
         self._reader: Schema | None = self.reader_schema or self.schema
-        self._encoders: dict[int, Encoder] = {}
+        self._encoders: dict[int, MessageEncoder] = {}
         # one MessageDecoder per (reader, on_error); it owns the schema-by-id and plan caches
         self._decoders: dict[tuple[str, str], MessageDecoder] = {}
         self._decoders_lock = threading.Lock()
@@ -193,6 +185,9 @@ class AvroExternalSchema(RegistrySchema):
     def encode(self, topic: str | None, value: Any) -> EncodeData:
         """Serialise one value: Avro binary body, framed with the writer schema's registry id.
 
+        The body is written by ``MessageEncoder.encode_value`` (the Avro row writer); a record may
+        leave out fields that have a default.
+
         Raises
         ------
         EncodeError
@@ -213,17 +208,20 @@ class AvroExternalSchema(RegistrySchema):
         else:
             encoder = self._encoders.get(schema_id)
             if encoder is None:
-                encoder = self._encoders[schema_id] = Encoder(writer)
-            body = encoder.encode_value(value)
+                encoder = self._encoders[schema_id] = MessageEncoder(
+                    self.registry, protocol=self.protocol, schema=writer, schema_id=schema_id, format="AVRO"
+                )
+            # the encoder frames with the prefix _frame would write (both are protocol.pack's)
+            return EncodeData(encoder.encode_value(value, framed=self.framed), self._id_bytes(schema_id)[0])
         return self._frame(schema_id, body)
 
     # -- decode
     def decode(self, topic: str | None, data: bytes, schema_id: bytes | None = None) -> Any:
         """Deserialise one message into the reader schema's value (a dict for a record).
 
-        The message is the one row of a batch decoded by the same compiled plan as
-        :meth:`decode_batch`; the value is that row (``to_pylist()[0]``), or its ``value`` column
-        for a non-record reader.
+        The same compiled plan as :meth:`decode_batch` decodes the message alone
+        (``MessageDecoder.decode_value``); the value is the row that batch would hold, as
+        ``to_pylist()`` gives it (a non-record reader's value itself).
 
         Raises
         ------
@@ -243,15 +241,7 @@ class AvroExternalSchema(RegistrySchema):
         raw = _raw_primitive(writer, self.protocol, protocol_byte)
         if raw is not None:
             return self._raw_value(raw, bytes(body), sid, writer)
-        return self._one_row(decoder, body, sid, writer)
-
-    def _one_row(self, decoder: MessageDecoder, body: Any, schema_id: int, writer: Schema) -> Any:
-        batch = decoder.decode_payloads(_one_binary(body), schema_id)
-        assert isinstance(batch, pa.RecordBatch)  # on_error="raise"
-        reader = self._reader or writer
-        if isinstance(reader, Record):
-            return batch.to_pylist()[0]
-        return batch.column(0)[0].as_py()
+        return decoder.decode_value(body, sid)
 
     def _raw_value(self, raw: str, body: bytes, schema_id: int, writer: Schema) -> Any:
         value: Any = body
@@ -264,7 +254,7 @@ class AvroExternalSchema(RegistrySchema):
         if isinstance(reader, Primitive) and reader.type == raw:
             return value
         # another reader type: let the plan resolve the value written the Avro way (with its length)
-        return self._one_row(self._decoder(self._reader), Encoder(writer).encode_value(value), schema_id, writer)
+        return self._decoder(self._reader).decode_value(Encoder(writer).encode_value(value), schema_id)
 
     def decode_batch(
         self, messages: Any, schema_ids: Any = None, *, topic: str | None = None, on_error: str = "raise"
