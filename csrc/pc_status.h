@@ -18,6 +18,8 @@ typedef enum {
     PC_WIRE_TRUNCATED_INDEXES = 6,
     PC_WIRE_EMPTY = 7,
     PC_WIRE_BAD_HEADER_LENGTH = 8,
+    PC_WIRE_UNKNOWN_COMPRESSION = 9,
+    PC_WIRE_DECOMPRESSION_FAILED = 10,
     /* Pulsar KeyValue */
     PC_KV_TRUNCATED_LENGTH = 20,
     PC_KV_NEGATIVE_LENGTH = 21,
@@ -48,8 +50,12 @@ typedef enum {
     PC_AVRO_DEPTH_EXCEEDED = 55,
     PC_AVRO_DURATION_OUT_OF_RANGE = 56,
     PC_AVRO_OUTPUT_TOO_LARGE = 57,
+    PC_AVRO_DECIMAL_PRECISION = 58,
     /* JSON payloads (external JSON schemas; no kernel uses it yet) */
-    PC_JSON_INVALID = 80
+    PC_JSON_INVALID = 80,
+    /* schema lookups per row (set by the pipeline, never by a kernel) */
+    PC_SCHEMA_NOT_FOUND = 90,
+    PC_SCHEMA_UNRESOLVABLE = 91
 } pc_status;
 
 /* Where and why a kernel stopped. */

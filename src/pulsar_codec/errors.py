@@ -25,6 +25,7 @@ __all__ = [
     "KeyValueFormatError",
     "PrimitiveDecodeError",
     "AvroDecodeError",
+    "SchemaResolutionError",
     "SchemaNotFoundError",
     "IncompatibleSchemaError",
     "RegistryError",
@@ -102,6 +103,14 @@ class AvroDecodeError(DecodeError):
     """An Avro body is malformed: truncated, over-long varint, bad index, bad length, bad UTF-8."""
 
 
+class SchemaResolutionError(DecodeError):
+    """A message's writer schema is unknown to the registry or cannot be read as the reader schema.
+
+    Only error rows carry it (``on_error="null"``): with ``on_error="raise"`` the registry's
+    :class:`SchemaNotFoundError` or the planner's :class:`SchemaError` is raised instead.
+    """
+
+
 class SchemaNotFoundError(PulsarCodecError, LookupError):
     """A schema id, subject or version is unknown to the registry."""
 
@@ -144,6 +153,8 @@ class ErrorCode(enum.IntEnum):
     WIRE_TRUNCATED_INDEXES = defs.WIRE_TRUNCATED_INDEXES
     WIRE_EMPTY = defs.WIRE_EMPTY
     WIRE_BAD_HEADER_LENGTH = defs.WIRE_BAD_HEADER_LENGTH
+    WIRE_UNKNOWN_COMPRESSION = defs.WIRE_UNKNOWN_COMPRESSION
+    WIRE_DECOMPRESSION_FAILED = defs.WIRE_DECOMPRESSION_FAILED
     # Pulsar KeyValue payloads and ids: 20-29
     KV_TRUNCATED_LENGTH = defs.KV_TRUNCATED_LENGTH
     KV_NEGATIVE_LENGTH = defs.KV_NEGATIVE_LENGTH
@@ -174,8 +185,12 @@ class ErrorCode(enum.IntEnum):
     AVRO_DEPTH_EXCEEDED = defs.AVRO_DEPTH_EXCEEDED
     AVRO_DURATION_OUT_OF_RANGE = defs.AVRO_DURATION_OUT_OF_RANGE
     AVRO_OUTPUT_TOO_LARGE = defs.AVRO_OUTPUT_TOO_LARGE
+    AVRO_DECIMAL_PRECISION = defs.AVRO_DECIMAL_PRECISION
     # JSON payloads (external JSON schemas): 80-89
     JSON_INVALID = defs.JSON_INVALID
+    # schema lookups per row: 90-99
+    SCHEMA_NOT_FOUND = defs.SCHEMA_NOT_FOUND
+    SCHEMA_UNRESOLVABLE = defs.SCHEMA_UNRESOLVABLE
 
 
 # code -> (exception class, message template). Templates may use {detail} and any keyword passed
@@ -201,6 +216,11 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
         WireFormatError,
         "{protocol} header value of {detail} bytes, expected {expected}",
     ),
+    ErrorCode.WIRE_UNKNOWN_COMPRESSION: (
+        WireFormatError,
+        "unknown {protocol} compression byte 0x{detail:02x}, expected {expected}",
+    ),
+    ErrorCode.WIRE_DECOMPRESSION_FAILED: (WireFormatError, "{protocol} payload does not decompress: {reason}"),
     ErrorCode.KV_TRUNCATED_LENGTH: (
         KeyValueFormatError,
         "truncated {part} length: {detail} bytes left, 4 needed",
@@ -252,7 +272,16 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
         AvroDecodeError,
         "decoded column passes the 2 GiB limit of 32-bit Arrow offsets ({detail} entries); decode fewer rows at once",
     ),
+    ErrorCode.AVRO_DECIMAL_PRECISION: (
+        AvroDecodeError,
+        "decimal unscaled value has more digits than its precision {detail}",
+    ),
     ErrorCode.JSON_INVALID: (DecodeError, "invalid JSON payload: {reason}"),
+    ErrorCode.SCHEMA_NOT_FOUND: (SchemaResolutionError, "schema id {schema_id} is not in the registry"),
+    ErrorCode.SCHEMA_UNRESOLVABLE: (
+        SchemaResolutionError,
+        "writer schema {schema_id} cannot be read as the reader schema: {reason}",
+    ),
 }
 
 

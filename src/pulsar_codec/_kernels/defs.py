@@ -24,6 +24,8 @@ __all__ = [
     "WIRE_TRUNCATED_INDEXES",
     "WIRE_EMPTY",
     "WIRE_BAD_HEADER_LENGTH",
+    "WIRE_UNKNOWN_COMPRESSION",
+    "WIRE_DECOMPRESSION_FAILED",
     "KV_TRUNCATED_LENGTH",
     "KV_NEGATIVE_LENGTH",
     "KV_LENGTH_PAST_END",
@@ -51,7 +53,10 @@ __all__ = [
     "AVRO_DEPTH_EXCEEDED",
     "AVRO_DURATION_OUT_OF_RANGE",
     "AVRO_OUTPUT_TOO_LARGE",
+    "AVRO_DECIMAL_PRECISION",
     "JSON_INVALID",
+    "SCHEMA_NOT_FOUND",
+    "SCHEMA_UNRESOLVABLE",
     # wire-prefix protocols (csrc/pc_defs.h from here on)
     "KIND_CONFLUENT",
     "KIND_CONFLUENT_PROTOBUF",
@@ -172,6 +177,8 @@ WIRE_VARINT_TOO_LONG: Final = 5
 WIRE_TRUNCATED_INDEXES: Final = 6
 WIRE_EMPTY: Final = 7
 WIRE_BAD_HEADER_LENGTH: Final = 8
+WIRE_UNKNOWN_COMPRESSION: Final = 9
+WIRE_DECOMPRESSION_FAILED: Final = 10
 # Pulsar KeyValue payloads and ids: 20-29
 KV_TRUNCATED_LENGTH: Final = 20
 KV_NEGATIVE_LENGTH: Final = 21
@@ -202,8 +209,12 @@ AVRO_BAD_BOOLEAN: Final = 54
 AVRO_DEPTH_EXCEEDED: Final = 55
 AVRO_DURATION_OUT_OF_RANGE: Final = 56
 AVRO_OUTPUT_TOO_LARGE: Final = 57
+AVRO_DECIMAL_PRECISION: Final = 58
 # JSON payloads (external JSON schemas): 80-89
 JSON_INVALID: Final = 80
+# schema lookups per row (set by the pipeline, never by a kernel): 90-99
+SCHEMA_NOT_FOUND: Final = 90
+SCHEMA_UNRESOLVABLE: Final = 91
 
 # -- registry wire-prefix protocols (pulsar_codec.wire.Protocol.kind) -------------------------------
 KIND_CONFLUENT: Final = 1
