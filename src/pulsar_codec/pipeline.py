@@ -29,10 +29,10 @@ from . import wire
 from ._arrow import Chunk, as_table_like, binary_chunks
 from ._cache import LRU
 from ._unframe import PREFIX_SIZE, registry_key, row_keys, single_id, unframe_parts, wide
-from .errors import EncodeError, SchemaError, error_for, raise_for
+from .errors import EncodeError, ErrorCode, SchemaError, SchemaNotFoundError, error_for, raise_for
 from .formats import DEFAULT_FORMAT, get_format
 from .formats.base import Decoded, DecodePlan, PayloadEncoder, PayloadFormat, Segment, check_on_error, errors_table
-from .registry.lookup import RegistrySource, fetch_schema, portable
+from .registry.lookup import FetchedSchema, RegistrySource, fetch_schema, portable
 
 __all__ = ["Decoded", "MessageDecoder", "MessageEncoder", "decode", "encode"]
 
@@ -46,6 +46,16 @@ class _Schema:
     fmt: PayloadFormat
     model: Any
     key: str
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    """The plans of one batch: ``fmt`` (None when nothing defines the columns), one plan per schema
+    id, and the ids whose rows are error rows: position -> (code, registry key, reason)."""
+
+    fmt: PayloadFormat | None
+    plans: list[DecodePlan]
+    bad: dict[int, tuple[ErrorCode, Any, str]]
 
 
 class _ReaderPlans:
@@ -75,6 +85,64 @@ def _finish(
         return batch
     merged = sorted(wire_errors + [(*e, str(error_for(*e))) for e in errors], key=lambda e: e[1])
     return Decoded(batch, errors_table(merged))
+
+
+def _drop_bad_rows(
+    resolved: _Resolved,
+    plan_ids: np.ndarray,
+    valid: np.ndarray | None,
+    first_row: int,
+    errors: list[tuple[Any, ...]],
+) -> np.ndarray | None:
+    """Turn the rows whose schema id is in ``resolved.bad`` into error rows: appended to ``errors``
+    (code, index, offset 0, detail, message) and dropped from the returned validity mask."""
+    bad_positions = np.fromiter(resolved.bad, dtype=np.int32, count=len(resolved.bad))
+    hit = np.isin(plan_ids, bad_positions)
+    if valid is not None:
+        hit &= valid
+    rows = np.flatnonzero(hit)
+    if not len(rows):
+        return valid
+    for row in rows.tolist():
+        code, key, reason = resolved.bad[int(plan_ids[row])]
+        detail = key if isinstance(key, int) else 0
+        index = first_row + row
+        errors.append((code, index, 0, detail, str(error_for(code, index, 0, detail, schema_id=key, reason=reason))))
+    out = np.ones(len(plan_ids), dtype=bool) if valid is None else valid.copy()
+    out[rows] = False
+    return out
+
+
+def _no_columns(rows: int) -> pa.RecordBatch:
+    """A batch of ``rows`` rows and no columns: what decodes when no schema defines the columns."""
+    batch: pa.RecordBatch = pa.RecordBatch.from_struct_array(pa.nulls(rows, pa.struct([])))
+    return batch
+
+
+def latest_version(registry: Any, subject: str) -> tuple[Any, FetchedSchema]:
+    """The id and schema of ``subject``'s latest version, from this package's registries
+    (``get_latest``) or confluent-kafka's client (``get_latest_version``)."""
+    get_latest = getattr(registry, "get_latest", None)
+    if callable(get_latest):
+        found = get_latest(subject)
+        return found.id, FetchedSchema(found.schema, found.schema_type)
+    get_latest_version = getattr(registry, "get_latest_version", None)
+    if callable(get_latest_version):
+        found = get_latest_version(subject)
+        schema = found.schema
+        kind = getattr(schema, "schema_type", None)
+        references = tuple(getattr(schema, "references", None) or ())
+        return found.schema_id, FetchedSchema(schema.schema_str, kind.upper() if kind else None, references)
+    raise TypeError(f"the registry cannot list a subject's versions ({type(registry).__name__}); pass reader_schema")
+
+
+def lone_subject(registry: Any) -> str | None:
+    """The registry's only subject, or None (several, none, or a registry that cannot list them)."""
+    lister = getattr(registry, "list_subjects", None) or getattr(registry, "get_subjects", None)
+    if not callable(lister):
+        return None
+    subjects = list(lister())
+    return str(subjects[0]) if len(subjects) == 1 else None
 
 
 def _per_row_ids(values: Any) -> np.ndarray | list[Any]:
@@ -117,13 +185,25 @@ class MessageDecoder:
     reader_schema : schema, optional
         The schema every message is read as. Default: the newest writer schema of each batch
         (the highest schema id among its non-null messages; for GUIDs, which have no order, the
-        highest GUID, so pass ``reader_schema`` when a GUID batch mixes schemas).
+        highest GUID, so pass ``reader_schema`` when a GUID batch mixes schemas). A batch with no
+        readable message (empty, only nulls, only error rows) has the reader's columns when one is
+        known: ``reader_schema``, ``reader_subject``, or the registry's only schema or subject;
+        else it has no columns (and still one row per message).
+    reader_subject : str, optional
+        Read every message as the latest version of this subject (looked up once per decoder, as
+        confluent-kafka's ``use.latest.version``). Not with ``reader_schema``.
     on_error : {"raise", "null"}
-        ``"raise"``: the first bad message raises (:class:`~pulsar_codec.errors.WireFormatError` or
-        a payload error such as :class:`~pulsar_codec.errors.AvroDecodeError`). ``"null"``: a bad
-        message becomes a null row and :meth:`decode` returns :class:`Decoded` ``(batch, errors)``
-        (``errors``: ``index`` int64, ``code`` int32, ``offset`` int64 - inside the message for
-        prefix errors, inside the payload for payload errors - and ``message`` string).
+        ``"raise"``: the first bad message raises (:class:`~pulsar_codec.errors.WireFormatError`, a
+        payload error such as :class:`~pulsar_codec.errors.AvroDecodeError`, the registry's
+        :class:`~pulsar_codec.errors.SchemaNotFoundError` for an unknown id, or
+        :class:`~pulsar_codec.errors.SchemaError` for a writer schema the reader cannot read).
+        ``"null"``: a bad message becomes a null row and :meth:`decode` returns :class:`Decoded`
+        ``(batch, errors)`` (``errors``: ``index`` int64, ``code`` int32, ``offset`` int64 - inside
+        the message for prefix errors, inside the payload for payload errors, 0 for schema errors -
+        and ``message`` string); an unknown schema id is code ``SCHEMA_NOT_FOUND``, a writer schema
+        the reader cannot read ``SCHEMA_UNRESOLVABLE``. Every row is accounted for: good rows plus
+        error rows plus null messages equal the input rows. A registry that cannot be reached
+        raises :class:`~pulsar_codec.errors.RegistryError` either way (a retry would succeed).
     format : str, optional
         The payload format (a registry ``schemaType``) when the registry does not say (a Mapping);
         default ``"AVRO"``. A registry that reports a different type for an id is an error.
@@ -142,12 +222,16 @@ class MessageDecoder:
         *,
         protocol: Any = wire.CONFLUENT,
         reader_schema: Any = None,
+        reader_subject: str | None = None,
         on_error: str = "raise",
         format: str | None = None,
         cache_size: int = _DEFAULT_CACHE_SIZE,
     ) -> None:
+        if reader_schema is not None and reader_subject is not None:
+            raise ValueError("pass reader_schema or reader_subject, not both")
         self.protocol: wire.Protocol = wire.protocol_by_name(protocol)
         self.reader_schema = reader_schema
+        self.reader_subject = reader_subject
         self.on_error = on_error
         self._keep_going = check_on_error(on_error)
         self.format = None if format is None else get_format(format).name
@@ -158,6 +242,7 @@ class MessageDecoder:
         self._given_readers: LRU[str, _Schema] = LRU(8)
         # decode_value's plan per schema id (a plain dict: one lookup per message; bounded below)
         self._value_plans: dict[Any, tuple[PayloadFormat, DecodePlan]] = {}
+        self._lone_reader: tuple[_Schema | None] | None = None
 
     @property
     def registry(self) -> Any:
@@ -201,30 +286,112 @@ class MessageDecoder:
         )
 
     def _plans_for(self, keys: Sequence[Any]) -> tuple[PayloadFormat, list[DecodePlan]]:
-        """The format and one plan per schema id in ``keys`` (sorted; the last is the newest)."""
-        writers = [self._writer(registry_key(k)) for k in keys]
-        formats = {w.fmt.name for w in writers}
-        if len(formats) > 1:
-            raise SchemaError(f"one batch mixes payload formats {sorted(formats)}: decode them separately")
-        if self.reader_schema is not None:
-            fmt = writers[0].fmt if writers else get_format(self.format)
-            reader = self._given_reader(fmt)
-        elif writers:
-            reader = writers[-1]
-        else:
+        """The format and one plan per schema id in ``keys``; the first failure raises."""
+        resolved = self._resolve(keys, tolerate=False)
+        if resolved.fmt is None:
             raise SchemaError("no reader schema: the batch holds no non-null message; pass reader_schema")
+        return resolved.fmt, resolved.plans
+
+    def _resolve(self, keys: Sequence[Any], tolerate: bool) -> _Resolved:
+        """One plan per schema id in ``keys`` (sorted; the last is the newest).
+
+        With ``tolerate``, an id the registry does not know, or whose writer schema the reader
+        cannot read, gets the reader's base plan and an entry in ``bad`` (its rows become error
+        rows); otherwise the SchemaNotFoundError or SchemaError raises. A registry that cannot be
+        reached raises either way: a later retry would succeed, so its rows are not bad data.
+        """
+        writers: list[_Schema | None] = []
+        bad: dict[int, tuple[ErrorCode, Any, str]] = {}
+        for i, k in enumerate(keys):
+            key = registry_key(k)
+            try:
+                writers.append(self._writer(key))
+            except SchemaNotFoundError:
+                if not tolerate:
+                    raise
+                writers.append(None)
+                bad[i] = (ErrorCode.SCHEMA_NOT_FOUND, key, "")
+            except SchemaError as exc:
+                if not tolerate:
+                    raise
+                writers.append(None)
+                bad[i] = (ErrorCode.SCHEMA_UNRESOLVABLE, key, str(exc))
+        known = [w for w in writers if w is not None]
+        if not tolerate and len({w.fmt.name for w in known}) > 1:
+            raise SchemaError(
+                f"one batch mixes payload formats {sorted({w.fmt.name for w in known})}: decode them separately"
+            )
+        reader = self._known_reader(known[0].fmt if known else None)
+        if reader is None and known:
+            reader = known[-1]
+        if reader is None:
+            reader = self._default_reader()
+        if reader is None:  # no id readable and no reader given: nothing defines the columns
+            return _Resolved(None, [], bad)
         plans = self._reader_plans(reader)
-        if not writers:  # only nulls: any plan will do, no row runs it
-            return reader.fmt, [plans.base]
-        return reader.fmt, [plans.plan(w) for w in writers]
+        out: list[DecodePlan] = []
+        for i, w in enumerate(writers):
+            if w is None:
+                out.append(plans.base)
+                continue
+            try:
+                if w.fmt.name != reader.fmt.name:
+                    raise SchemaError(f"schema id {keys[i]} is a {w.fmt.name} schema; the reader is {reader.fmt.name}")
+                out.append(plans.plan(w))
+            except SchemaError as exc:
+                if not tolerate:
+                    raise
+                out.append(plans.base)
+                bad[i] = (ErrorCode.SCHEMA_UNRESOLVABLE, registry_key(keys[i]), str(exc))
+        return _Resolved(reader.fmt, out or [plans.base], bad)
+
+    def _known_reader(self, fmt: PayloadFormat | None) -> _Schema | None:
+        """The reader every batch uses when one is configured: ``reader_schema`` or the latest
+        version of ``reader_subject``."""
+        if self.reader_schema is not None:
+            return self._given_reader(fmt or get_format(self.format))
+        if self.reader_subject is not None:
+            return self._given_readers.get_or_make("subject", lambda: self._subject_reader(self.reader_subject))
+        return None
+
+    def _subject_reader(self, subject: Any) -> _Schema:
+        schema_id, fetched = latest_version(self._registry.get(), subject)
+        fmt = get_format(fetched.schema_type or self.format)
+        model = fmt.parse(fetched.schema, fetched.references or None)
+        return _Schema(fmt, model, fmt.schema_key(model))
+
+    def _default_reader(self) -> _Schema | None:
+        """The reader of a batch with no readable message and no configured reader: the registry's
+        only schema (a Mapping of one id) or only subject's latest version; else None (the batch
+        then has no columns)."""
+        if self._lone_reader is None:
+            self._lone_reader = (self._find_lone_reader(),)
+        return self._lone_reader[0]
+
+    def _find_lone_reader(self) -> _Schema | None:
+        registry = self._registry.get()
+        if isinstance(registry, Mapping):
+            if len(registry) != 1:
+                return None
+            try:
+                return self._writer(registry_key(next(iter(registry))))
+            except (SchemaError, SchemaNotFoundError):
+                return None
+        subjects = lone_subject(registry)
+        if subjects is None:
+            return None
+        try:
+            return self._subject_reader(subjects)
+        except (SchemaError, SchemaNotFoundError):
+            return None
 
     @property
     def arrow_schema(self) -> pa.Schema | None:
         """The columns of every batch when ``reader_schema`` was given (None otherwise: each
         batch is then read as its newest writer schema)."""
-        if self.reader_schema is None:
+        reader = self._known_reader(None)
+        if reader is None:
             return None
-        reader = self._given_reader(get_format(self.format))
         return self._reader_plans(reader).base.arrow_schema
 
     # -- decoding ----------------------------------------------------------------------------
@@ -256,24 +423,42 @@ class MessageDecoder:
         single = single_id(chunks, protocol)
         if single is not None:
             # one schema id, every prefix valid: the payload format skips the fixed prefix itself
-            fmt, plans = self._plans_for(single)
+            resolved = self._resolve(single, keep_going)
             skip = PREFIX_SIZE[protocol.kind]
-            segments = [Segment(c.data, skip, c.offsets, c.validity, None) for c in chunks]
+            segments = []
+            for c in chunks:
+                valid = c.validity
+                if resolved.bad:  # the one id is unknown or unreadable: every message is an error row
+                    ones = np.zeros(c.length, dtype=np.int32)
+                    valid = _drop_bad_rows(resolved, ones, c.validity, c.row, wire_errors)
+                segments.append(Segment(c.data, skip, c.offsets, valid, None))
         else:
             parts = [unframe_parts(c, protocol, keep_going, wire_errors) for c in chunks]
             keys = [row_keys(protocol, *p[:4]) for p in parts]
             live = [k if p[5] is None else k[p[5]] for k, p in zip(keys, parts)]
             unique = np.unique(np.concatenate(live)) if live else np.zeros(0, dtype=np.int64)
-            fmt, plans = self._plans_for(list(unique))
+            resolved = self._resolve(list(unique), keep_going)
             segments = []
             for chunk, k, (_, _, _, _, starts, valid) in zip(chunks, keys, parts):
                 plan_ids = None
-                if len(plans) > 1:
+                if len(resolved.plans) > 1 or resolved.bad:
                     plan_ids = np.searchsorted(unique, k).astype(np.int32)
                     if valid is not None:
                         plan_ids[~valid] = 0
+                    if resolved.bad:
+                        valid = _drop_bad_rows(resolved, plan_ids, valid, chunk.row, wire_errors)
+                    if len(resolved.plans) == 1:
+                        plan_ids = None
                 segments.append(Segment(chunk.data, starts, wide(chunk).offsets[1:], valid, plan_ids))
-        batch, errors = fmt.decode(plans, segments, keep_going)
+        return self._run(resolved, segments, wire_errors, total)
+
+    def _run(
+        self, resolved: _Resolved, segments: list[Segment], wire_errors: list[tuple[Any, ...]], total: int
+    ) -> pa.RecordBatch | Decoded:
+        keep_going = self._keep_going
+        if resolved.fmt is None:  # no readable message and no reader known: rows without columns
+            return _finish(_no_columns(total), [], wire_errors, keep_going, total)
+        batch, errors = resolved.fmt.decode(resolved.plans, segments, keep_going)
         return _finish(batch, errors, wire_errors, keep_going, total)
 
     def decode_payloads(self, payloads: Any, schema_ids: Any) -> pa.RecordBatch | Decoded:
@@ -294,13 +479,19 @@ class MessageDecoder:
         keep_going = self._keep_going
         chunks, total = binary_chunks(payloads)
         per_row = not isinstance(schema_ids, (int, np.integer, uuid.UUID, tuple, str)) and schema_ids is not None
+        errors: list[tuple[Any, ...]] = []
         if not per_row:
-            fmt, plans = self._plans_for([schema_ids])
-            segments = [Segment(c.data, c.offsets[:-1], c.offsets[1:], c.validity, None) for c in chunks]
+            resolved = self._resolve([schema_ids], keep_going)
+            segments = []
+            for c in chunks:
+                valid = c.validity
+                if resolved.bad:
+                    ones = np.zeros(c.length, dtype=np.int32)
+                    valid = _drop_bad_rows(resolved, ones, c.validity, c.row, errors)
+                segments.append(Segment(c.data, c.offsets[:-1], c.offsets[1:], valid, None))
         else:
-            fmt, plans, segments = self._per_row_segments(chunks, _per_row_ids(schema_ids), total)
-        batch, errors = fmt.decode(plans, segments, keep_going)
-        return _finish(batch, errors, [], keep_going, total)
+            resolved, segments = self._per_row_segments(chunks, _per_row_ids(schema_ids), total, errors)
+        return self._run(resolved, segments, errors, total)
 
     def decode_value(self, payload: Any, schema_id: Any = None) -> Any:
         """The Python value of one message, by the same plans and kernel as :meth:`decode`.
@@ -354,8 +545,8 @@ class MessageDecoder:
         return entry
 
     def _per_row_segments(
-        self, chunks: list[Chunk], ids: np.ndarray | list[Any], total: int
-    ) -> tuple[PayloadFormat, list[DecodePlan], list[Segment]]:
+        self, chunks: list[Chunk], ids: np.ndarray | list[Any], total: int, errors: list[tuple[Any, ...]]
+    ) -> tuple[_Resolved, list[Segment]]:
         if len(ids) != total:
             raise ValueError(f"schema_ids has {len(ids)} entries for {total} payloads")
         valid = np.ones(total, dtype=bool)
@@ -364,24 +555,26 @@ class MessageDecoder:
                 valid[c.row : c.row + c.length] = c.validity
         if isinstance(ids, np.ndarray):
             unique = np.unique(ids[valid])
-            fmt, plans = self._plans_for(list(unique))
+            resolved = self._resolve(list(unique), self._keep_going)
             index = np.searchsorted(unique, ids).astype(np.int32) if len(unique) else np.zeros(total, np.int32)
             index[~valid] = 0
         else:
             missing = [i for i, (k, v) in enumerate(zip(ids, valid)) if v and k is None]
             if missing:
                 raise ValueError(f"schema_ids has no id for payload {missing[0]}")
-            order = {k: i for i, k in enumerate(_newest_last(list(dict.fromkeys(k for k, v in zip(ids, valid) if v))))}
-            fmt, plans = self._plans_for(list(order))
+            keys = _newest_last(list(dict.fromkeys(k for k, v in zip(ids, valid) if v)))
+            order = {k: i for i, k in enumerate(keys)}
+            resolved = self._resolve(keys, self._keep_going)
             index = np.array([order[k] if v else 0 for k, v in zip(ids, valid)], dtype=np.int32)
-        many = len(plans) > 1
-        segments = [
-            Segment(
-                c.data, c.offsets[:-1], c.offsets[1:], c.validity, index[c.row : c.row + c.length] if many else None
-            )
-            for c in chunks
-        ]
-        return fmt, plans, segments
+        many = len(resolved.plans) > 1
+        segments = []
+        for c in chunks:
+            rows = index[c.row : c.row + c.length]
+            row_valid = c.validity
+            if resolved.bad:
+                row_valid = _drop_bad_rows(resolved, rows, c.validity, c.row, errors)
+            segments.append(Segment(c.data, c.offsets[:-1], c.offsets[1:], row_valid, rows if many else None))
+        return resolved, segments
 
     # -- pickling ----------------------------------------------------------------------------
 
@@ -394,6 +587,7 @@ class MessageDecoder:
             "registry": portable(self._registry.given, type(self).__name__),
             "protocol": self.protocol.name,
             "reader_schema": reader,
+            "reader_subject": self.reader_subject,
             "on_error": self.on_error,
             "format": self.format,
             "cache_size": self.cache_size,
