@@ -136,6 +136,41 @@ def latest_version(registry: Any, subject: str) -> tuple[Any, FetchedSchema]:
     raise TypeError(f"the registry cannot list a subject's versions ({type(registry).__name__}); pass reader_schema")
 
 
+def _lookup_id(registry: Any, subject: str, text: str, schema_type: str) -> Any:
+    """The id ``subject`` holds ``text`` under, without registering (SchemaNotFoundError if none)."""
+    lookup = getattr(registry, "lookup", None)
+    if callable(lookup):
+        return lookup(subject, text, schema_type).id
+    lookup_schema = getattr(registry, "lookup_schema", None)
+    if callable(lookup_schema):  # confluent-kafka's client
+        from confluent_kafka.schema_registry import Schema
+
+        return lookup_schema(subject, Schema(text, schema_type)).schema_id
+    raise TypeError(f"the registry cannot look a schema up by subject ({type(registry).__name__})")
+
+
+def _subject_record_name(registry: Any, subject: str | None, fmt: PayloadFormat) -> str:
+    """The full name of ``subject``'s latest record schema, else a name made from the subject."""
+    if subject is None:
+        return "Record"
+    if registry is not None and not isinstance(registry, Mapping):
+        try:
+            _, fetched = latest_version(registry, subject)
+            model = fmt.parse(fetched.schema, fetched.references or None)
+            name = getattr(model, "name", None)
+            if getattr(model, "type", None) == "record" and isinstance(name, str):
+                namespace = getattr(model, "namespace", None)
+                return f"{namespace}.{name}" if namespace else name
+        except (SchemaNotFoundError, SchemaError, TypeError):
+            pass
+        except Exception as exc:  # confluent-kafka's SchemaRegistryError for an unknown subject
+            if getattr(exc, "http_status_code", None) != 404:
+                raise
+    base = subject.removesuffix("-value").removesuffix("-key")
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "Record"
+    return "_" + name if name[0].isdigit() else name
+
+
 def lone_subject(registry: Any) -> str | None:
     """The registry's only subject, or None (several, none, or a registry that cannot list them)."""
     lister = getattr(registry, "list_subjects", None) or getattr(registry, "get_subjects", None)
@@ -624,6 +659,18 @@ class MessageEncoder:
         schema of this id.
     format : str, optional
         The payload format (registry ``schemaType``), default ``"AVRO"``.
+    use_latest : bool, default False
+        Write with the subject's latest version (its schema and id, looked up once per encoder),
+        as confluent-kafka's ``use.latest.version``; the rows must fit it.
+    auto_register : bool, default True
+        Register the writer schema under ``subject`` (the registry checks compatibility). False:
+        only look its id up (confluent-kafka's ``auto.register.schemas=False``); a schema the
+        subject does not hold raises :class:`~pulsar_codec.errors.SchemaNotFoundError`.
+
+    A writer schema derived from Arrow is a record named after the subject: the full name of the
+    subject's latest record when the subject has one (so a new version stays compatible), else the
+    subject without its ``-value`` / ``-key`` suffix (``orders-value`` -> ``orders``), made a valid
+    Avro name.
 
     Notes
     -----
@@ -640,11 +687,22 @@ class MessageEncoder:
         schema: Any = None,
         schema_id: Any = None,
         format: str | None = None,
+        use_latest: bool = False,
+        auto_register: bool = True,
     ) -> None:
+        given = [n for n, v in (("schema", schema), ("schema_id", schema_id)) if v is not None]
+        if use_latest and given:
+            raise ValueError(f"use_latest=True takes the subject's latest version; do not pass {given[0]}=")
+        if use_latest and subject is None:
+            raise ValueError("use_latest=True needs a subject")
         self.subject = subject
         self.protocol: wire.Protocol = wire.protocol_by_name(protocol)
         self.schema = schema
         self.schema_id = schema_id
+        self.use_latest = bool(use_latest)
+        self.auto_register = bool(auto_register)
+        self._latest_id: Any = None
+        self._record_name: str | None = None
         self.format = get_format(format).name
         self._fmt = get_format(self.format)
         self._registry = RegistrySource(registry)
@@ -709,6 +767,14 @@ class MessageEncoder:
         """The writer schema for ``data``: the fixed one, the registry's for ``schema_id``, or derived."""
         if self._fixed is not None:
             return self._fixed
+        if self.use_latest:
+            assert self.subject is not None  # checked in __init__
+            schema_id, fetched = latest_version(self._registry.get(), self.subject)
+            model = self._fmt.parse(fetched.schema, fetched.references or None)
+            with self._lock:
+                self._latest_id = schema_id
+                self._fixed = self._schema(model)
+            return self._fixed
         if self.schema is not None or self.schema_id is not None:
             if self.schema is not None:
                 model = self._fmt.parse(self.schema)
@@ -719,16 +785,34 @@ class MessageEncoder:
                 self._fixed = self._schema(model)
             return self._fixed
         nulls = {name: data.column(name).null_count > 0 for name in data.schema.names}
-        return self._schema(self._fmt.model_from_arrow(data.schema, nulls=nulls))
+        return self._schema(self._fmt.model_from_arrow(data.schema, name=self._derived_name(), nulls=nulls))
+
+    def _derived_name(self) -> str:
+        """The record name of a schema derived from Arrow (see the class notes)."""
+        if self._record_name is None:
+            self._record_name = _subject_record_name(self._registry.get(), self.subject, self._fmt)
+        return self._record_name
 
     def _id_for(self, writer: _Schema) -> Any:
         if self.schema_id is not None:
             return self.schema_id
+        if self.use_latest:
+            return self._latest_id
         return self._ids.get_or_make(writer.key, lambda: self._register(writer))
 
     def _register(self, writer: _Schema) -> Any:
         registry = self._registry.get()
         text = self._fmt.schema_text(writer.model)
+        if not self.auto_register and not isinstance(registry, Mapping):
+            if self.subject is None:
+                raise ValueError("looking a schema up needs a subject")
+            return _lookup_id(registry, self.subject, text, self._fmt.name)
+        if hasattr(registry, "register_schema") and not hasattr(registry, "register"):  # confluent-kafka's client
+            if self.subject is None:
+                raise ValueError("registering a schema needs a subject")
+            from confluent_kafka.schema_registry import Schema
+
+            return registry.register_schema(self.subject, Schema(text, self._fmt.name))
         if hasattr(registry, "register"):
             if self.subject is None:
                 raise ValueError("registering a schema needs a subject")
@@ -744,6 +828,8 @@ class MessageEncoder:
                         return k
                 except (SchemaError, TypeError):
                     continue
+            if not self.auto_register:
+                raise SchemaNotFoundError("the registry mapping does not hold this schema (auto_register=False)")
             if not hasattr(registry, "__setitem__"):
                 raise EncodeError("registry mapping is read-only and does not hold this schema")
             ints = [k for k in registry if isinstance(k, int)]
@@ -804,6 +890,8 @@ class MessageEncoder:
             "schema": schema,
             "schema_id": self.schema_id,
             "format": self.format,
+            "use_latest": self.use_latest,
+            "auto_register": self.auto_register,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -877,17 +965,38 @@ def decode(
     return _decoder_for(registry, protocol, reader_schema, on_error).decode(messages)
 
 
-def encode(batch: Any, registry: Any, subject: str, *, protocol: Any = wire.CONFLUENT) -> pa.Array:
+def encode(
+    batch: Any,
+    registry: Any,
+    subject: str,
+    *,
+    protocol: Any = wire.CONFLUENT,
+    schema: Any = None,
+    schema_id: Any = None,
+    use_latest: bool = False,
+    auto_register: bool = True,
+) -> pa.Array:
     """Encode Arrow rows as framed messages; the reverse of :func:`decode`.
 
-    The same as ``MessageEncoder(registry, subject, protocol=protocol).encode(batch)``: the writer
-    schema is derived from the Arrow schema (see :func:`pulsar_codec.avro.schema_from_arrow`)
-    unless the schema metadata carries one under ``b"avro.schema"``, and registered under
-    ``subject`` (or added to a mutable Mapping registry).
+    The same as ``MessageEncoder(registry, subject, ...).encode(batch)`` (see
+    :class:`MessageEncoder` for every parameter). The writer schema is ``schema``; or the
+    subject's latest version with ``use_latest=True``; or the registry's schema of ``schema_id``;
+    else the one in the batch's ``b"avro.schema"`` metadata, else one derived from the Arrow schema
+    and named after the subject's record. It is registered under ``subject`` (or added to a mutable
+    Mapping registry) unless ``auto_register=False``, which only looks its id up.
 
     Returns
     -------
     pa.BinaryArray
         One framed message per row.
     """
-    return MessageEncoder(registry, subject, protocol=protocol).encode(batch)
+    encoder = MessageEncoder(
+        registry,
+        subject,
+        protocol=protocol,
+        schema=schema,
+        schema_id=schema_id,
+        use_latest=use_latest,
+        auto_register=auto_register,
+    )
+    return encoder.encode(batch)

@@ -87,14 +87,19 @@ def _unique(name: str, names: set[str]) -> str:
 
 def schema_from_arrow(schema: pa.Schema, name: str = "Record", nulls: dict[str, bool] | None = None) -> Schema:
     """An Avro record schema for an Arrow schema. A top-level field is ``["null", T]`` when it is
-    nullable and (if ``nulls`` is given) actually holds nulls; nested fields follow Arrow's flag."""
+    nullable and (if ``nulls`` is given) actually holds nulls; nested fields follow Arrow's flag.
+    A dotted ``name`` is a full name: the part before the last dot becomes the namespace."""
     names: set[str] = set()
-    top = _unique(name, names)
+    namespace, _, local = name.rpartition(".")
+    top = _unique(local, names)
     fields = []
     for f in schema:
         nullable = f.nullable and (nulls is None or nulls.get(f.name, False))
         fields.append({"name": f.name, "type": _avro_of(f.type, f.name, nullable, names)})
-    return parse({"type": "record", "name": top, "fields": fields})
+    record: dict[str, Any] = {"type": "record", "name": top, "fields": fields}
+    if namespace:
+        record["namespace"] = namespace
+    return parse(record)
 
 
 def schema_for(batch: Any) -> Schema:

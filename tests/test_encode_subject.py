@@ -1,0 +1,111 @@
+"""Encoding into a subject that already has a schema, as confluent-kafka does (issue 10, item 8):
+``schema=``, ``use_latest=True``, ``schema_id=``, ``auto_register=False``, and a derived schema
+named after the subject's record."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+import pulsar_codec as pc
+from pulsar_codec.errors import IncompatibleSchemaError, SchemaNotFoundError
+from pulsar_codec.pipeline import MessageEncoder
+from pulsar_codec.registry import LocalRegistry
+from test_serde import USER, ck_client, ck_deserializer, ck_serializer, ctx, reg, server, user  # noqa: F401
+
+
+def _batch(rows: list[dict], schema: pa.Schema | None = None) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def _seed_subject_with_confluent_kafka(ck_client, user_record) -> int:  # noqa: F811
+    serializer = ck_serializer(ck_client, USER)
+    serializer(user_record, ctx("orders"))
+    return int(ck_client.get_latest_version("orders-value").schema_id)
+
+
+def _full_user(i: int) -> dict:
+    return user(i)
+
+
+def test_use_latest_writes_confluent_kafka_s_version(backend, reg, ck_client):  # noqa: F811
+    schema_id = _seed_subject_with_confluent_kafka(ck_client, _full_user(0))
+    rows = [_full_user(i) for i in range(3)]
+    batch = _batch(rows)
+    framed = pc.encode(batch, ck_client, "orders-value", use_latest=True)
+    assert [int.from_bytes(m[1:5], "big") for m in framed.to_pylist()] == [schema_id] * 3
+    deserializer = ck_deserializer(ck_client)
+    assert [deserializer(m, ctx("orders")) for m in framed.to_pylist()] == rows
+    assert reg.list_versions("orders-value") == [1]  # nothing new registered
+
+
+def test_schema_given_finds_its_id_without_a_new_version(backend, reg, ck_client):  # noqa: F811
+    schema_id = _seed_subject_with_confluent_kafka(ck_client, _full_user(0))
+    rows = [_full_user(i) for i in range(2)]
+    for auto_register in (True, False):
+        framed = pc.encode(_batch(rows), ck_client, "orders-value", schema=USER, auto_register=auto_register)
+        assert {int.from_bytes(m[1:5], "big") for m in framed.to_pylist()} == {schema_id}
+    deserializer = ck_deserializer(ck_client)
+    assert [deserializer(m, ctx("orders")) for m in framed.to_pylist()] == rows
+    assert reg.list_versions("orders-value") == [1]
+
+
+def test_schema_id_given(backend, reg, ck_client):  # noqa: F811
+    schema_id = _seed_subject_with_confluent_kafka(ck_client, _full_user(0))
+    rows = [_full_user(5)]
+    framed = pc.encode(_batch(rows), reg, "orders-value", schema_id=schema_id)
+    assert ck_deserializer(ck_client)(framed[0].as_py(), ctx("orders")) == rows[0]
+
+
+def test_auto_register_false_refuses_an_unknown_schema(backend, reg):  # noqa: F811
+    reg.register("orders-value", USER)
+    other = dict(USER, fields=USER["fields"][:1])
+    with pytest.raises(SchemaNotFoundError):
+        pc.encode(_batch([{"id": 1}]), reg, "orders-value", schema=other, auto_register=False)
+    assert reg.list_versions("orders-value") == [1]
+    with pytest.raises(SchemaNotFoundError):
+        pc.encode(_batch([{"id": 1}]), {}, "orders-value", schema=other, auto_register=False)
+
+
+def test_derived_schema_takes_the_subject_s_record_name(backend, reg):  # noqa: F811
+    reg.register("orders-value", USER)  # record ex.User
+    rows = [{"id": 1, "name": "a", "score": 0.5, "active": True}]
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("name", pa.string(), nullable=False),
+            pa.field("score", pa.float64(), nullable=False),
+            pa.field("active", pa.bool_(), nullable=False),
+        ]
+    )
+    reg.set_compatibility("BACKWARD", "orders-value")
+    framed = pc.encode(_batch(rows, schema), reg, "orders-value")
+    written = json.loads(reg.get_schema(int.from_bytes(framed[0].as_py()[1:5], "big")).schema)
+    full_name = written["name"] if "." in written["name"] else f"{written.get('namespace')}.{written['name']}"
+    assert full_name == "ex.User"
+    assert pc.decode(framed, reg).to_pylist() == rows
+
+
+def test_derived_schema_for_a_new_subject_is_named_after_it(backend):
+    with LocalRegistry() as registry:
+        framed = pc.encode(_batch([{"x": 1}]), registry, "shop.orders-value")
+        written = json.loads(registry.get_latest("shop.orders-value").schema)
+        assert written["name"] == "shop_orders"
+        assert pc.decode(framed, registry).to_pylist() == [{"x": 1}]
+        framed = pc.encode(_batch([{"x": 1}]), registry, "9lives-key")
+        assert json.loads(registry.get_latest("9lives-key").schema)["name"] == "_9lives"
+
+
+def test_incompatible_derived_schema_is_refused_by_the_subject(backend, reg):  # noqa: F811
+    reg.register("orders-value", USER)
+    with pytest.raises(IncompatibleSchemaError):
+        pc.encode(_batch([{"other": "x"}]), reg, "orders-value")
+
+
+def test_use_latest_arguments():
+    with pytest.raises(ValueError, match="needs a subject"):
+        MessageEncoder({}, use_latest=True)
+    with pytest.raises(ValueError, match="do not pass schema"):
+        MessageEncoder({}, "s", use_latest=True, schema=USER)
