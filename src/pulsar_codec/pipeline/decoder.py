@@ -1,23 +1,15 @@
-"""Framed messages in, Arrow out, and back: :class:`MessageDecoder` and :class:`MessageEncoder`.
+"""MessageDecoder: framed messages (or payloads with their ids) in, one Arrow batch out, in input order.
 
-Every framed decode in the package runs here. A decoder strips the registry prefix of every
-message with the wire kernel, looks each unseen schema id up once, compiles one plan per writer
-schema (cached per (writer, reader) pair) and hands all rows to the payload format in one call:
-each row picks the plan of its schema id, and every plan writes into the same reader columns, so
-rows come back in input order without regrouping or copying.
-
-The payload format (Avro today) is found by the registry's ``schemaType`` through
-:func:`pulsar_codec.formats.get_format`; this module never names a format. Caches belong to one
-decoder or encoder (bounded LRU, thread-safe); pickling keeps only the configuration, so the same
-object rebuilds itself on a Spark executor or in a worker process.
+A decoder strips the registry prefix of every message with the wire kernel, looks each unseen
+schema id up once, compiles one plan per writer schema (cached per (writer, reader) pair) and hands
+all rows to the payload format in one call: each row picks the plan of its schema id, and every
+plan writes into the same reader columns, so rows come back in input order without regrouping or
+copying. With ``on_error="null"`` rows whose id is unknown or unreadable become error rows here.
 """
 
 from __future__ import annotations
 
-import json
-import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,27 +17,17 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import wire
-from ._arrow import Chunk, as_table_like, binary_chunks
-from ._cache import LRU
-from ._unframe import PREFIX_SIZE, registry_key, row_keys, single_id, unframe_parts, wide
-from .errors import EncodeError, ErrorCode, SchemaError, SchemaNotFoundError, error_for, raise_for
-from .formats import DEFAULT_FORMAT, get_format
-from .formats.base import Decoded, DecodePlan, PayloadEncoder, PayloadFormat, Segment, check_on_error, errors_table
-from .registry.lookup import FetchedSchema, RegistrySource, fetch_schema, portable
+from .. import wire
+from .._arrow import Chunk, binary_chunks
+from .._cache import LRU
+from .._unframe import PREFIX_SIZE, registry_key, row_keys, single_id, unframe_parts, wide
+from ..errors import ErrorCode, SchemaError, SchemaNotFoundError, error_for, raise_for
+from ..formats import get_format
+from ..formats.base import Decoded, DecodePlan, PayloadFormat, Segment, check_on_error, errors_table
+from ..registry.lookup import RegistrySource, fetch_schema, portable
+from ._common import DEFAULT_CACHE_SIZE, ParsedSchema, latest_version, lone_subject
 
-__all__ = ["Decoded", "MessageDecoder", "MessageEncoder", "decode", "encode"]
-
-_DEFAULT_CACHE_SIZE = 256
-
-
-@dataclass(frozen=True)
-class _Schema:
-    """A parsed schema and what the caches need of it."""
-
-    fmt: PayloadFormat
-    model: Any
-    key: str
+__all__ = ["Decoded", "MessageDecoder"]
 
 
 @dataclass(frozen=True)
@@ -61,13 +43,13 @@ class _Resolved:
 class _ReaderPlans:
     """The plans of one reader: a base plan (reader as writer) and one per writer, sharing columns."""
 
-    def __init__(self, fmt: PayloadFormat, reader: _Schema, size: int) -> None:
+    def __init__(self, fmt: PayloadFormat, reader: ParsedSchema, size: int) -> None:
         self.fmt = fmt
         self.reader = reader
         self.base = fmt.plan(reader.model, reader.model)
         self._plans: LRU[str, DecodePlan] = LRU(size)
 
-    def plan(self, writer: _Schema) -> DecodePlan:
+    def plan(self, writer: ParsedSchema) -> DecodePlan:
         if writer.key == self.reader.key:
             return self.base
         return self._plans.get_or_make(writer.key, lambda: self.fmt.plan(writer.model, self.reader.model, self.base))
@@ -117,67 +99,6 @@ def _no_columns(rows: int) -> pa.RecordBatch:
     """A batch of ``rows`` rows and no columns: what decodes when no schema defines the columns."""
     batch: pa.RecordBatch = pa.RecordBatch.from_struct_array(pa.nulls(rows, pa.struct([])))
     return batch
-
-
-def latest_version(registry: Any, subject: str) -> tuple[Any, FetchedSchema]:
-    """The id and schema of ``subject``'s latest version, from this package's registries
-    (``get_latest``) or confluent-kafka's client (``get_latest_version``)."""
-    get_latest = getattr(registry, "get_latest", None)
-    if callable(get_latest):
-        found = get_latest(subject)
-        return found.id, FetchedSchema(found.schema, found.schema_type)
-    get_latest_version = getattr(registry, "get_latest_version", None)
-    if callable(get_latest_version):
-        found = get_latest_version(subject)
-        schema = found.schema
-        kind = getattr(schema, "schema_type", None)
-        references = tuple(getattr(schema, "references", None) or ())
-        return found.schema_id, FetchedSchema(schema.schema_str, kind.upper() if kind else None, references)
-    raise TypeError(f"the registry cannot list a subject's versions ({type(registry).__name__}); pass reader_schema")
-
-
-def _lookup_id(registry: Any, subject: str, text: str, schema_type: str) -> Any:
-    """The id ``subject`` holds ``text`` under, without registering (SchemaNotFoundError if none)."""
-    lookup = getattr(registry, "lookup", None)
-    if callable(lookup):
-        return lookup(subject, text, schema_type).id
-    lookup_schema = getattr(registry, "lookup_schema", None)
-    if callable(lookup_schema):  # confluent-kafka's client
-        from confluent_kafka.schema_registry import Schema
-
-        return lookup_schema(subject, Schema(text, schema_type)).schema_id
-    raise TypeError(f"the registry cannot look a schema up by subject ({type(registry).__name__})")
-
-
-def _subject_record_name(registry: Any, subject: str | None, fmt: PayloadFormat) -> str:
-    """The full name of ``subject``'s latest record schema, else a name made from the subject."""
-    if subject is None:
-        return "Record"
-    if registry is not None and not isinstance(registry, Mapping):
-        try:
-            _, fetched = latest_version(registry, subject)
-            model = fmt.parse(fetched.schema, fetched.references or None)
-            name = getattr(model, "name", None)
-            if getattr(model, "type", None) == "record" and isinstance(name, str):
-                namespace = getattr(model, "namespace", None)
-                return f"{namespace}.{name}" if namespace else name
-        except (SchemaNotFoundError, SchemaError, TypeError):
-            pass
-        except Exception as exc:  # confluent-kafka's SchemaRegistryError for an unknown subject
-            if getattr(exc, "http_status_code", None) != 404:
-                raise
-    base = subject.removesuffix("-value").removesuffix("-key")
-    name = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "Record"
-    return "_" + name if name[0].isdigit() else name
-
-
-def lone_subject(registry: Any) -> str | None:
-    """The registry's only subject, or None (several, none, or a registry that cannot list them)."""
-    lister = getattr(registry, "list_subjects", None) or getattr(registry, "get_subjects", None)
-    if not callable(lister):
-        return None
-    subjects = list(lister())
-    return str(subjects[0]) if len(subjects) == 1 else None
 
 
 def _per_row_ids(values: Any) -> np.ndarray | list[Any]:
@@ -260,7 +181,7 @@ class MessageDecoder:
         reader_subject: str | None = None,
         on_error: str = "raise",
         format: str | None = None,
-        cache_size: int = _DEFAULT_CACHE_SIZE,
+        cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
         if reader_schema is not None and reader_subject is not None:
             raise ValueError("pass reader_schema or reader_subject, not both")
@@ -272,12 +193,12 @@ class MessageDecoder:
         self.format = None if format is None else get_format(format).name
         self.cache_size = int(cache_size)
         self._registry = RegistrySource(registry)
-        self._schemas: LRU[Any, _Schema] = LRU(self.cache_size)
+        self._schemas: LRU[Any, ParsedSchema] = LRU(self.cache_size)
         self._readers: LRU[tuple[str, str], _ReaderPlans] = LRU(self.cache_size)
-        self._given_readers: LRU[str, _Schema] = LRU(8)
+        self._given_readers: LRU[str, ParsedSchema] = LRU(8)
         # decode_value's plan per schema id (a plain dict: one lookup per message; bounded below)
         self._value_plans: dict[Any, tuple[PayloadFormat, DecodePlan]] = {}
-        self._lone_reader: tuple[_Schema | None] | None = None
+        self._lone_reader: tuple[ParsedSchema | None] | None = None
 
     @property
     def registry(self) -> Any:
@@ -296,26 +217,26 @@ class MessageDecoder:
         """
         return self._writer(schema_id).model
 
-    def _writer(self, schema_id: Any) -> _Schema:
+    def _writer(self, schema_id: Any) -> ParsedSchema:
         return self._schemas.get_or_make(schema_id, lambda: self._fetch(schema_id))
 
-    def _fetch(self, schema_id: Any) -> _Schema:
+    def _fetch(self, schema_id: Any) -> ParsedSchema:
         fetched = fetch_schema(self._registry.get(), schema_id)
         kind = fetched.schema_type
         if kind is not None and self.format is not None and kind != self.format:
             raise SchemaError(f"schema id {schema_id} is a {kind} schema; this decoder reads {self.format}")
         fmt = get_format(kind or self.format)
         model = fmt.parse(fetched.schema, fetched.references or None)
-        return _Schema(fmt, model, fmt.schema_key(model))
+        return ParsedSchema(fmt, model, fmt.schema_key(model))
 
-    def _given_reader(self, fmt: PayloadFormat) -> _Schema:
-        def parse() -> _Schema:
+    def _given_reader(self, fmt: PayloadFormat) -> ParsedSchema:
+        def parse() -> ParsedSchema:
             model = fmt.parse(self.reader_schema)
-            return _Schema(fmt, model, fmt.schema_key(model))
+            return ParsedSchema(fmt, model, fmt.schema_key(model))
 
         return self._given_readers.get_or_make(fmt.name, parse)
 
-    def _reader_plans(self, reader: _Schema) -> _ReaderPlans:
+    def _reader_plans(self, reader: ParsedSchema) -> _ReaderPlans:
         return self._readers.get_or_make(
             (reader.fmt.name, reader.key), lambda: _ReaderPlans(reader.fmt, reader, self.cache_size)
         )
@@ -335,7 +256,7 @@ class MessageDecoder:
         rows); otherwise the SchemaNotFoundError or SchemaError raises. A registry that cannot be
         reached raises either way: a later retry would succeed, so its rows are not bad data.
         """
-        writers: list[_Schema | None] = []
+        writers: list[ParsedSchema | None] = []
         bad: dict[int, tuple[ErrorCode, Any, str]] = {}
         for i, k in enumerate(keys):
             key = registry_key(k)
@@ -380,7 +301,7 @@ class MessageDecoder:
                 bad[i] = (ErrorCode.SCHEMA_UNRESOLVABLE, registry_key(keys[i]), str(exc))
         return _Resolved(reader.fmt, out or [plans.base], bad)
 
-    def _known_reader(self, fmt: PayloadFormat | None) -> _Schema | None:
+    def _known_reader(self, fmt: PayloadFormat | None) -> ParsedSchema | None:
         """The reader every batch uses when one is configured: ``reader_schema`` or the latest
         version of ``reader_subject``."""
         if self.reader_schema is not None:
@@ -389,13 +310,13 @@ class MessageDecoder:
             return self._given_readers.get_or_make("subject", lambda: self._subject_reader(self.reader_subject))
         return None
 
-    def _subject_reader(self, subject: Any) -> _Schema:
+    def _subject_reader(self, subject: Any) -> ParsedSchema:
         schema_id, fetched = latest_version(self._registry.get(), subject)
         fmt = get_format(fetched.schema_type or self.format)
         model = fmt.parse(fetched.schema, fetched.references or None)
-        return _Schema(fmt, model, fmt.schema_key(model))
+        return ParsedSchema(fmt, model, fmt.schema_key(model))
 
-    def _default_reader(self) -> _Schema | None:
+    def _default_reader(self) -> ParsedSchema | None:
         """The reader of a batch with no readable message and no configured reader: the registry's
         only schema (a Mapping of one id) or only subject's latest version; else None (the batch
         then has no columns)."""
@@ -403,7 +324,7 @@ class MessageDecoder:
             self._lone_reader = (self._find_lone_reader(),)
         return self._lone_reader[0]
 
-    def _find_lone_reader(self) -> _Schema | None:
+    def _find_lone_reader(self) -> ParsedSchema | None:
         registry = self._registry.get()
         if isinstance(registry, Mapping):
             if len(registry) != 1:
@@ -634,369 +555,3 @@ class MessageDecoder:
 
     def __repr__(self) -> str:
         return f"MessageDecoder({self._registry.given!r}, protocol={self.protocol.name}, on_error={self.on_error!r})"
-
-
-class MessageEncoder:
-    """Encode Arrow rows as framed messages (registry prefix + payload); the reverse of
-    :class:`MessageDecoder`.
-
-    Parameters
-    ----------
-    registry : registry client, MutableMapping, RegistryConfig, str or None
-        With a ``register(subject, schema)`` method (or a RegistryConfig / URL / path building such
-        a client), the writer schema is registered under ``subject`` and the returned id is used.
-        A mutable Mapping of id -> schema: the id of an equal schema already in it is reused, else
-        the next free id (highest int + 1, starting at 1) is assigned and stored. None only with
-        ``schema_id`` and ``schema``.
-    subject : str, optional
-        The subject to register under (informational for a Mapping).
-    protocol : wire.Protocol or str
-    schema : schema, optional
-        The writer schema. Default: from each batch (a schema kept in its Arrow metadata, such as
-        Avro's ``b"avro.schema"``, else one derived from the Arrow schema).
-    schema_id : id, optional
-        Write this id without registering; the writer schema is ``schema``, or the registry's
-        schema of this id.
-    format : str, optional
-        The payload format (registry ``schemaType``), default ``"AVRO"``.
-    use_latest : bool, default False
-        Write with the subject's latest version (its schema and id, looked up once per encoder),
-        as confluent-kafka's ``use.latest.version``; the rows must fit it.
-    auto_register : bool, default True
-        Register the writer schema under ``subject`` (the registry checks compatibility). False:
-        only look its id up (confluent-kafka's ``auto.register.schemas=False``); a schema the
-        subject does not hold raises :class:`~pulsar_codec.errors.SchemaNotFoundError`.
-
-    A writer schema derived from Arrow is a record named after the subject: the full name of the
-    subject's latest record when the subject has one (so a new version stays compatible), else the
-    subject without its ``-value`` / ``-key`` suffix (``orders-value`` -> ``orders``), made a valid
-    Avro name.
-
-    Notes
-    -----
-    Thread-safe; ids and compiled encoders are cached per instance. Pickling keeps the
-    configuration only, as for :class:`MessageDecoder`.
-    """
-
-    def __init__(
-        self,
-        registry: Any,
-        subject: str | None = None,
-        *,
-        protocol: Any = wire.CONFLUENT,
-        schema: Any = None,
-        schema_id: Any = None,
-        format: str | None = None,
-        use_latest: bool = False,
-        auto_register: bool = True,
-    ) -> None:
-        given = [n for n, v in (("schema", schema), ("schema_id", schema_id)) if v is not None]
-        if use_latest and given:
-            raise ValueError(f"use_latest=True takes the subject's latest version; do not pass {given[0]}=")
-        if use_latest and subject is None:
-            raise ValueError("use_latest=True needs a subject")
-        self.subject = subject
-        self.protocol: wire.Protocol = wire.protocol_by_name(protocol)
-        self.schema = schema
-        self.schema_id = schema_id
-        self.use_latest = bool(use_latest)
-        self.auto_register = bool(auto_register)
-        self._latest_id: Any = None
-        self._record_name: str | None = None
-        self.format = get_format(format).name
-        self._fmt = get_format(self.format)
-        self._registry = RegistrySource(registry)
-        self._fixed: _Schema | None = None
-        self._lock = threading.Lock()
-        self._ids: LRU[str, Any] = LRU(_DEFAULT_CACHE_SIZE)
-        self._encoders: LRU[str, PayloadEncoder] = LRU(_DEFAULT_CACHE_SIZE)
-        self._value_writer: tuple[bytes, PayloadEncoder] | None = None
-
-    @property
-    def registry(self) -> Any:
-        """The registry as given."""
-        return self._registry.given
-
-    def _schema(self, model: Any) -> _Schema:
-        return _Schema(self._fmt, model, self._fmt.schema_key(model))
-
-    def encode_value(self, value: Any, *, framed: bool = True) -> bytes:
-        """One framed message for one Python value (a dict for a record), for per-message producers.
-
-        The writer schema must be fixed (``schema=`` or ``schema_id=``): one value carries no Arrow
-        schema to derive it from. The schema is resolved and registered on the first call, and its
-        prefix framed once; each call then only runs the format's row writer on the value (for
-        Avro: a dict as :meth:`MessageDecoder.decode_value` gives it, or in fastavro's shapes; a
-        missing field takes its default).
-
-        Parameters
-        ----------
-        value : object
-            The value.
-        framed : bool, default True
-            False: the payload without the wire prefix (the id then travels separately, as
-            :meth:`encode_payloads` returns it).
-
-        Raises
-        ------
-        EncodeError
-            The value does not fit the writer schema (the message names the field path).
-        ValueError
-            Neither ``schema`` nor ``schema_id`` was given.
-        """
-        fixed = self._value_writer
-        if fixed is None:
-            fixed = self._fixed_value_writer()
-        if framed:
-            return fixed[0] + fixed[1].encode_value(value)
-        return fixed[1].encode_value(value)
-
-    def _fixed_value_writer(self) -> tuple[bytes, PayloadEncoder]:
-        if self.schema is None and self.schema_id is None:
-            raise ValueError("encode_value needs a fixed writer schema: pass schema= or schema_id=")
-        writer = self._writer(None)
-        schema_id = self._id_for(writer)
-        if isinstance(schema_id, (int, np.integer)):
-            schema_id = int(schema_id)
-        prefix = wire.frame(pa.array([b""], pa.binary()), schema_id, self.protocol)[0].as_py()
-        encoder = self._encoders.get_or_make(writer.key, lambda: self._fmt.encoder(writer.model))
-        self._value_writer = (prefix, encoder)
-        return self._value_writer
-
-    def _writer(self, data: Any) -> _Schema:
-        """The writer schema for ``data``: the fixed one, the registry's for ``schema_id``, or derived."""
-        if self._fixed is not None:
-            return self._fixed
-        if self.use_latest:
-            assert self.subject is not None  # checked in __init__
-            schema_id, fetched = latest_version(self._registry.get(), self.subject)
-            model = self._fmt.parse(fetched.schema, fetched.references or None)
-            with self._lock:
-                self._latest_id = schema_id
-                self._fixed = self._schema(model)
-            return self._fixed
-        if self.schema is not None or self.schema_id is not None:
-            if self.schema is not None:
-                model = self._fmt.parse(self.schema)
-            else:
-                fetched = fetch_schema(self._registry.get(), self.schema_id)
-                model = self._fmt.parse(fetched.schema, fetched.references or None)
-            with self._lock:
-                self._fixed = self._schema(model)
-            return self._fixed
-        nulls = {name: data.column(name).null_count > 0 for name in data.schema.names}
-        return self._schema(self._fmt.model_from_arrow(data.schema, name=self._derived_name(), nulls=nulls))
-
-    def _derived_name(self) -> str:
-        """The record name of a schema derived from Arrow (see the class notes)."""
-        if self._record_name is None:
-            self._record_name = _subject_record_name(self._registry.get(), self.subject, self._fmt)
-        return self._record_name
-
-    def _id_for(self, writer: _Schema) -> Any:
-        if self.schema_id is not None:
-            return self.schema_id
-        if self.use_latest:
-            return self._latest_id
-        return self._ids.get_or_make(writer.key, lambda: self._register(writer))
-
-    def _register(self, writer: _Schema) -> Any:
-        registry = self._registry.get()
-        text = self._fmt.schema_text(writer.model)
-        if not self.auto_register and not isinstance(registry, Mapping):
-            if self.subject is None:
-                raise ValueError("looking a schema up needs a subject")
-            return _lookup_id(registry, self.subject, text, self._fmt.name)
-        if hasattr(registry, "register_schema") and not hasattr(registry, "register"):  # confluent-kafka's client
-            if self.subject is None:
-                raise ValueError("registering a schema needs a subject")
-            from confluent_kafka.schema_registry import Schema
-
-            return registry.register_schema(self.subject, Schema(text, self._fmt.name))
-        if hasattr(registry, "register"):
-            if self.subject is None:
-                raise ValueError("registering a schema needs a subject")
-            if self._fmt.name == DEFAULT_FORMAT:
-                found = registry.register(self.subject, text)
-            else:
-                found = registry.register(self.subject, text, schema_type=self._fmt.name)
-            return getattr(found, "schema_id", found)
-        if isinstance(registry, Mapping):
-            for k in list(registry):
-                try:
-                    if self._fmt.schema_key(self._fmt.parse(fetch_schema(registry, k).schema)) == writer.key:
-                        return k
-                except (SchemaError, TypeError):
-                    continue
-            if not self.auto_register:
-                raise SchemaNotFoundError("the registry mapping does not hold this schema (auto_register=False)")
-            if not hasattr(registry, "__setitem__"):
-                raise EncodeError("registry mapping is read-only and does not hold this schema")
-            ints = [k for k in registry if isinstance(k, int)]
-            schema_id = max(ints) + 1 if ints else 1
-            registry[schema_id] = text
-            return schema_id
-        raise TypeError("registry must have a register(subject, schema) method or be a mutable mapping")
-
-    def encode_payloads(self, batch: Any) -> tuple[Any, pa.Array]:
-        """Encode every row without a wire prefix.
-
-        Parameters
-        ----------
-        batch : pa.RecordBatch, pa.Table or Arrow PyCapsule stream producer (a polars DataFrame)
-
-        Returns
-        -------
-        (schema id, pa.BinaryArray)
-            The id the payloads were written under, and one payload per row.
-
-        Raises
-        ------
-        EncodeError
-            A value that does not fit the writer schema.
-        """
-        data = as_table_like(batch)
-        writer = self._writer(data)
-        schema_id = self._id_for(writer)
-        encoder = self._encoders.get_or_make(writer.key, lambda: self._fmt.encoder(writer.model))
-        return schema_id, encoder.encode(data)
-
-    def encode(self, batch: Any) -> pa.Array:
-        """Encode every row as a framed message (``protocol`` prefix + payload).
-
-        Parameters
-        ----------
-        batch : pa.RecordBatch, pa.Table or Arrow PyCapsule stream producer (a polars DataFrame)
-
-        Returns
-        -------
-        pa.BinaryArray
-            One framed message per row (a null where the row is a null message).
-        """
-        schema_id, payloads = self.encode_payloads(batch)
-        if isinstance(schema_id, (int, np.integer)):
-            schema_id = int(schema_id)
-        framed: pa.Array = wire.frame(payloads, schema_id, self.protocol)
-        return framed
-
-    def __getstate__(self) -> dict[str, Any]:
-        schema = self.schema
-        if schema is not None and not isinstance(schema, (str, bytes, dict, list)):
-            schema = self._fmt.schema_text(self._fmt.parse(schema))
-        return {
-            "registry": portable(self._registry.given, type(self).__name__),
-            "subject": self.subject,
-            "protocol": self.protocol.name,
-            "schema": schema,
-            "schema_id": self.schema_id,
-            "format": self.format,
-            "use_latest": self.use_latest,
-            "auto_register": self.auto_register,
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        registry = state.pop("registry")
-        self.__init__(registry, **state)  # type: ignore[misc]
-
-    def __repr__(self) -> str:
-        return f"MessageEncoder({self._registry.given!r}, {self.subject!r}, protocol={self.protocol.name})"
-
-
-# -- the module functions ------------------------------------------------------------------------------
-
-# decode() keeps a few decoders, so a loop of pc.decode calls on one registry parses and plans once.
-# Each entry holds its registry (and reader schema) strongly and is matched by identity: an id()
-# cannot be reused by another object while the entry lives.
-_DECODERS: OrderedDict[tuple[Any, ...], tuple[Any, Any, MessageDecoder]] = OrderedDict()
-_DECODERS_SIZE = 16
-_DECODERS_LOCK = threading.Lock()
-
-
-def _reader_token(reader_schema: Any) -> Any:
-    """A key equal for equal reader schemas given as text or JSON; else the object's identity."""
-    if reader_schema is None or isinstance(reader_schema, (str, bytes)):
-        return reader_schema
-    if isinstance(reader_schema, (dict, list)):
-        try:
-            return ("json", json.dumps(reader_schema, sort_keys=True))
-        except (TypeError, ValueError):
-            pass
-    return ("id", id(reader_schema))
-
-
-def _decoder_for(registry: Any, protocol: Any, reader_schema: Any, on_error: str) -> MessageDecoder:
-    proto = wire.protocol_by_name(protocol)
-    token = _reader_token(reader_schema)
-    by_identity = isinstance(token, tuple) and token[0] == "id"
-    key = (id(registry), proto.name, token, on_error)
-    with _DECODERS_LOCK:
-        hit = _DECODERS.get(key)
-        if hit is not None and hit[0] is registry and (hit[1] is reader_schema or not by_identity):
-            _DECODERS.move_to_end(key)
-            return hit[2]
-    decoder = MessageDecoder(registry, protocol=proto, reader_schema=reader_schema, on_error=on_error)
-    with _DECODERS_LOCK:
-        _DECODERS[key] = (registry, reader_schema, decoder)
-        while len(_DECODERS) > _DECODERS_SIZE:
-            _DECODERS.popitem(last=False)
-    return decoder
-
-
-def decode(
-    messages: Any,
-    registry: Any,
-    *,
-    protocol: Any = wire.CONFLUENT,
-    reader_schema: Any = None,
-    on_error: str = "raise",
-) -> pa.RecordBatch | Decoded:
-    """Decode framed messages with mixed schema ids into one RecordBatch, in input order.
-
-    The same as ``MessageDecoder(registry, protocol=..., reader_schema=..., on_error=...)
-    .decode(messages)`` (see :class:`MessageDecoder` for every parameter). The last few decoders
-    are kept, keyed by the identity of ``registry`` and ``reader_schema``, so repeated calls
-    parse and plan once.
-
-    Returns
-    -------
-    pa.RecordBatch or Decoded
-    """
-    check_on_error(on_error)
-    return _decoder_for(registry, protocol, reader_schema, on_error).decode(messages)
-
-
-def encode(
-    batch: Any,
-    registry: Any,
-    subject: str,
-    *,
-    protocol: Any = wire.CONFLUENT,
-    schema: Any = None,
-    schema_id: Any = None,
-    use_latest: bool = False,
-    auto_register: bool = True,
-) -> pa.Array:
-    """Encode Arrow rows as framed messages; the reverse of :func:`decode`.
-
-    The same as ``MessageEncoder(registry, subject, ...).encode(batch)`` (see
-    :class:`MessageEncoder` for every parameter). The writer schema is ``schema``; or the
-    subject's latest version with ``use_latest=True``; or the registry's schema of ``schema_id``;
-    else the one in the batch's ``b"avro.schema"`` metadata, else one derived from the Arrow schema
-    and named after the subject's record. It is registered under ``subject`` (or added to a mutable
-    Mapping registry) unless ``auto_register=False``, which only looks its id up.
-
-    Returns
-    -------
-    pa.BinaryArray
-        One framed message per row.
-    """
-    encoder = MessageEncoder(
-        registry,
-        subject,
-        protocol=protocol,
-        schema=schema,
-        schema_id=schema_id,
-        use_latest=use_latest,
-        auto_register=auto_register,
-    )
-    return encoder.encode(batch)

@@ -1,0 +1,130 @@
+"""Framed messages in, Arrow out, and back: :class:`MessageDecoder` (:mod:`.decoder`) and
+:class:`MessageEncoder` (:mod:`.encoder`), and the module functions :func:`decode` / :func:`encode`.
+
+Every framed decode in the package runs here. A decoder strips the registry prefix of every
+message with the wire kernel, looks each unseen schema id up once, compiles one plan per writer
+schema (cached per (writer, reader) pair) and hands all rows to the payload format in one call:
+each row picks the plan of its schema id, and every plan writes into the same reader columns, so
+rows come back in input order without regrouping or copying.
+
+The payload format (Avro today) is found by the registry's ``schemaType`` through
+:func:`pulsar_codec.formats.get_format`; this module never names a format. Caches belong to one
+decoder or encoder (bounded LRU, thread-safe); pickling keeps only the configuration, so the same
+object rebuilds itself on a Spark executor or in a worker process.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import pyarrow as pa
+
+from .. import wire
+from ..formats.base import Decoded, check_on_error
+from .decoder import MessageDecoder
+from .encoder import MessageEncoder
+
+__all__ = ["Decoded", "MessageDecoder", "MessageEncoder", "decode", "encode"]
+
+
+# -- the module functions ------------------------------------------------------------------------------
+
+# decode() keeps a few decoders, so a loop of pc.decode calls on one registry parses and plans once.
+# Each entry holds its registry (and reader schema) strongly and is matched by identity: an id()
+# cannot be reused by another object while the entry lives.
+_DECODERS: OrderedDict[tuple[Any, ...], tuple[Any, Any, MessageDecoder]] = OrderedDict()
+_DECODERS_SIZE = 16
+_DECODERS_LOCK = threading.Lock()
+
+
+def _reader_token(reader_schema: Any) -> Any:
+    """A key equal for equal reader schemas given as text or JSON; else the object's identity."""
+    if reader_schema is None or isinstance(reader_schema, (str, bytes)):
+        return reader_schema
+    if isinstance(reader_schema, (dict, list)):
+        try:
+            return ("json", json.dumps(reader_schema, sort_keys=True))
+        except (TypeError, ValueError):
+            pass
+    return ("id", id(reader_schema))
+
+
+def _decoder_for(registry: Any, protocol: Any, reader_schema: Any, on_error: str) -> MessageDecoder:
+    proto = wire.protocol_by_name(protocol)
+    token = _reader_token(reader_schema)
+    by_identity = isinstance(token, tuple) and token[0] == "id"
+    key = (id(registry), proto.name, token, on_error)
+    with _DECODERS_LOCK:
+        hit = _DECODERS.get(key)
+        if hit is not None and hit[0] is registry and (hit[1] is reader_schema or not by_identity):
+            _DECODERS.move_to_end(key)
+            return hit[2]
+    decoder = MessageDecoder(registry, protocol=proto, reader_schema=reader_schema, on_error=on_error)
+    with _DECODERS_LOCK:
+        _DECODERS[key] = (registry, reader_schema, decoder)
+        while len(_DECODERS) > _DECODERS_SIZE:
+            _DECODERS.popitem(last=False)
+    return decoder
+
+
+def decode(
+    messages: Any,
+    registry: Any,
+    *,
+    protocol: Any = wire.CONFLUENT,
+    reader_schema: Any = None,
+    on_error: str = "raise",
+) -> pa.RecordBatch | Decoded:
+    """Decode framed messages with mixed schema ids into one RecordBatch, in input order.
+
+    The same as ``MessageDecoder(registry, protocol=..., reader_schema=..., on_error=...)
+    .decode(messages)`` (see :class:`MessageDecoder` for every parameter). The last few decoders
+    are kept, keyed by the identity of ``registry`` and ``reader_schema``, so repeated calls
+    parse and plan once.
+
+    Returns
+    -------
+    pa.RecordBatch or Decoded
+    """
+    check_on_error(on_error)
+    return _decoder_for(registry, protocol, reader_schema, on_error).decode(messages)
+
+
+def encode(
+    batch: Any,
+    registry: Any,
+    subject: str,
+    *,
+    protocol: Any = wire.CONFLUENT,
+    schema: Any = None,
+    schema_id: Any = None,
+    use_latest: bool = False,
+    auto_register: bool = True,
+) -> pa.Array:
+    """Encode Arrow rows as framed messages; the reverse of :func:`decode`.
+
+    The same as ``MessageEncoder(registry, subject, ...).encode(batch)`` (see
+    :class:`MessageEncoder` for every parameter). The writer schema is ``schema``; or the
+    subject's latest version with ``use_latest=True``; or the registry's schema of ``schema_id``;
+    else the one in the batch's ``b"avro.schema"`` metadata, else one derived from the Arrow schema
+    and named after the subject's record. It is registered under ``subject`` (or added to a mutable
+    Mapping registry) unless ``auto_register=False``, which only looks its id up.
+
+    Returns
+    -------
+    pa.BinaryArray
+        One framed message per row.
+    """
+    encoder = MessageEncoder(
+        registry,
+        subject,
+        protocol=protocol,
+        schema=schema,
+        schema_id=schema_id,
+        use_latest=use_latest,
+        auto_register=auto_register,
+    )
+    return encoder.encode(batch)

@@ -1,0 +1,84 @@
+"""What the decoder and the encoder share: a parsed schema with its cache key, and the subject
+lookups both make (a subject's latest version, the registry's only subject, an id by schema)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import SchemaError, SchemaNotFoundError
+from ..formats.base import PayloadFormat
+from ..registry.lookup import FetchedSchema
+
+DEFAULT_CACHE_SIZE = 256
+
+
+@dataclass(frozen=True)
+class ParsedSchema:
+    """A parsed schema and what the caches need of it."""
+
+    fmt: PayloadFormat
+    model: Any
+    key: str
+
+
+def latest_version(registry: Any, subject: str) -> tuple[Any, FetchedSchema]:
+    """The id and schema of ``subject``'s latest version, from this package's registries
+    (``get_latest``) or confluent-kafka's client (``get_latest_version``)."""
+    get_latest = getattr(registry, "get_latest", None)
+    if callable(get_latest):
+        found = get_latest(subject)
+        return found.id, FetchedSchema(found.schema, found.schema_type)
+    get_latest_version = getattr(registry, "get_latest_version", None)
+    if callable(get_latest_version):
+        found = get_latest_version(subject)
+        schema = found.schema
+        kind = getattr(schema, "schema_type", None)
+        references = tuple(getattr(schema, "references", None) or ())
+        return found.schema_id, FetchedSchema(schema.schema_str, kind.upper() if kind else None, references)
+    raise TypeError(f"the registry cannot list a subject's versions ({type(registry).__name__}); pass reader_schema")
+
+
+def lookup_id(registry: Any, subject: str, text: str, schema_type: str) -> Any:
+    """The id ``subject`` holds ``text`` under, without registering (SchemaNotFoundError if none)."""
+    lookup = getattr(registry, "lookup", None)
+    if callable(lookup):
+        return lookup(subject, text, schema_type).id
+    lookup_schema = getattr(registry, "lookup_schema", None)
+    if callable(lookup_schema):  # confluent-kafka's client
+        from confluent_kafka.schema_registry import Schema
+
+        return lookup_schema(subject, Schema(text, schema_type)).schema_id
+    raise TypeError(f"the registry cannot look a schema up by subject ({type(registry).__name__})")
+
+
+def subject_record_name(registry: Any, subject: str | None, fmt: PayloadFormat) -> str:
+    """The full name of ``subject``'s latest record schema, else a name made from the subject."""
+    if subject is None:
+        return "Record"
+    if registry is not None and not isinstance(registry, Mapping):
+        try:
+            _, fetched = latest_version(registry, subject)
+            model = fmt.parse(fetched.schema, fetched.references or None)
+            name = getattr(model, "name", None)
+            if getattr(model, "type", None) == "record" and isinstance(name, str):
+                namespace = getattr(model, "namespace", None)
+                return f"{namespace}.{name}" if namespace else name
+        except (SchemaNotFoundError, SchemaError, TypeError):
+            pass
+        except Exception as exc:  # confluent-kafka's SchemaRegistryError for an unknown subject
+            if getattr(exc, "http_status_code", None) != 404:
+                raise
+    base = subject.removesuffix("-value").removesuffix("-key")
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "Record"
+    return "_" + name if name[0].isdigit() else name
+
+
+def lone_subject(registry: Any) -> str | None:
+    """The registry's only subject, or None (several, none, or a registry that cannot list them)."""
+    lister = getattr(registry, "list_subjects", None) or getattr(registry, "get_subjects", None)
+    if not callable(lister):
+        return None
+    subjects = list(lister())
+    return str(subjects[0]) if len(subjects) == 1 else None
