@@ -16,9 +16,11 @@ COV_ARGS ?= --cov --cov-report=term --cov-fail-under=$(COV_MIN)
 .PHONY: demo test bench lint typecheck wheels sdist clean
 
 $(STAMP): pyproject.toml setup.py $(wildcard src/pulsar_codec/_kernels/*.pyx src/pulsar_codec/_kernels/*.pxd) $(wildcard csrc/*.h)
+	@echo "installing pulsar-codec with its [all,test] extras (PySpark, pulsar-client, the registry server, test tools) into $(VENV), compiling its kernels (first run only, a minute or two)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q ".[all,test]"
+	@echo "installed into $(VENV)"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -18,7 +18,17 @@ enum {
     PC_KIND_CONFLUENT_GUID_PROTOBUF = 4,
     PC_KIND_HORTONWORKS = 5,
     PC_KIND_APICURIO = 6,
-    PC_KIND_APICURIO_V3 = 7
+    PC_KIND_APICURIO_V3 = 7,
+    PC_KIND_AWS_GLUE = 8
+};
+
+/* AWS Glue Schema Registry prefix: header version byte, compression byte (none or zlib), then a
+ * 16-byte schema version UUID; the body starts at byte 18 */
+enum {
+    PC_GLUE_HEADER_VERSION = 3,
+    PC_GLUE_NO_COMPRESSION = 0,
+    PC_GLUE_ZLIB = 5,
+    PC_GLUE_PREFIX_SIZE = 18
 };
 
 /* Longest Protobuf message-index array a prefix may declare */

@@ -12,9 +12,11 @@ import pytest
 
 import pulsar_codec
 from pulsar_codec import cli, errors, wire
+from pulsar_codec.cli import _console, demo, registry_cmd
 from pulsar_codec.cli import app as cli_main
-from pulsar_codec.cli import demo, registry_cmd
 from pulsar_codec.registry import LocalRegistry
+
+pytest_plugins = ["pulsar_fixtures"]
 
 
 def run_cli(*args, cwd=None):
@@ -57,8 +59,17 @@ def test_no_command_prints_help_and_fails():
 
 
 def test_bad_arguments_exit_2():
-    assert run_cli("demo", "--rows", "0").returncode == 2
-    assert run_cli("decode", "in.parquet").returncode == 2  # -o and --registry missing
+    out = run_cli("demo", "--rows", "-1")
+    assert out.returncode == 2 and out.stderr == (
+        "pulsar-codec demo: argument --rows: expected a whole number >= 0, got '-1' (see pulsar-codec demo --help)\n"
+    )
+    out = run_cli("decode", "in.parquet")  # -o and --registry missing
+    assert out.returncode == 2 and len(out.stderr.splitlines()) == 1 and "required" in out.stderr
+
+
+def test_rows_zero_is_a_valid_demo_size():
+    assert cli_main.build_parser().parse_args(["demo", "--rows", "0"]).rows == 0
+    assert cli.main(["bench", "--rows", "0"]) == 2  # timing nothing is not a benchmark
 
 
 def test_demo_local_engine(tmp_path):
@@ -94,27 +105,26 @@ def dumped(tmp_path):
 
 def test_decode_command(dumped):
     folder, gen = dumped
-    out = run_cli(
-        "decode",
-        str(gen.orders_path),
-        "-o",
-        str(folder / "out.parquet"),
-        "--registry",
-        str(folder / "registry.db"),
-        "--dead-letter",
-        str(folder / "dead.parquet"),
-    )
+    base = ["decode", str(gen.orders_path), "--registry", str(folder / "registry.db"), "--column", "payload"]
+    out = run_cli(*base, "-o", str(folder / "all.parquet"))
     assert out.returncode == 0, out.stderr
     assert "3 bad rows" in out.stdout
-    table = pq.read_table(folder / "out.parquet")
+    # without a dead-letter path the output keeps every row, the bad ones with their error
+    table = pq.read_table(folder / "all.parquet")
     assert len(table) == 3000
     errors = [e for e in table["decode_error"].to_pylist() if e]
     assert len(errors) == 3 and all(e["message"].endswith(")") for e in errors)
-    dead = pq.read_table(folder / "dead.parquet")
-    assert len(dead) == 3 and dead["payload"].null_count == 0
     # the error names the row in the file
     bad_rows = [i for i, e in enumerate(table["decode_error"].to_pylist()) if e]
     assert f"(message {bad_rows[0]}, byte" in errors[0]["message"]
+
+    out = run_cli(*base, "-o", str(folder / "good.parquet"), "--dead-letter", str(folder / "dead.parquet"))
+    assert out.returncode == 0, out.stderr
+    assert "3 bad rows" in out.stdout and str(folder / "dead.parquet") in out.stdout
+    # with one, the good rows go to the output and the bad ones to the dead-letter table
+    assert len(pq.read_table(folder / "good.parquet")) == 2997
+    dead = pq.read_table(folder / "dead.parquet")
+    assert dead["index"].to_pylist() == bad_rows and dead["message"].null_count == 0
 
 
 def test_decode_batches_number_rows_across_the_file(tmp_path, monkeypatch):
@@ -156,22 +166,26 @@ def test_decode_missing_input_and_column(dumped):
         "--column",
         "nope",
     )
-    assert out.returncode == 1 and "column 'nope'" in out.stderr
+    assert out.returncode == 2 and "column 'nope'" in out.stderr
 
 
-def test_decode_unknown_schema_id_exits_4(tmp_path):
-    registry = LocalRegistry(tmp_path / "empty.db")
+def test_decode_unknown_schema_id_is_a_bad_row(tmp_path):
+    # a message from a producer of another registry costs its row, not the batch (issue 10)
+    registry = LocalRegistry(tmp_path / "reg.db")
+    sid = registry.register("r-value", '{"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]}')
     registry.close()
-    pq.write_table(pa.table({"payload": pa.array([wire.CONFLUENT.pack(42, b"\x02")])}), tmp_path / "in.parquet")
+    messages = [wire.CONFLUENT.pack(sid, b"\x02"), wire.CONFLUENT.pack(42, b"\x02")]
+    pq.write_table(pa.table({"payload": pa.array(messages)}), tmp_path / "in.parquet")
     out = run_cli(
         "decode",
         str(tmp_path / "in.parquet"),
         "-o",
         str(tmp_path / "o.parquet"),
         "--registry",
-        str(tmp_path / "empty.db"),
+        str(tmp_path / "reg.db"),
     )
-    assert out.returncode == 4 and "schema not found" in out.stderr
+    assert out.returncode == 0, out.stderr
+    assert "decoded 1 of 2 rows" in out.stdout and "1 bad rows" in out.stdout
 
 
 def test_registry_commands(tmp_path):
@@ -192,6 +206,7 @@ def test_registry_commands(tmp_path):
     assert out.returncode == 1 and json.loads(out.stdout)["is_compatible"] is False
     out = run_cli("registry", "register", "--registry", db, "--subject", "t-value", "--schema", json.dumps(bad))
     assert out.returncode == 1 and "incompatible schema" in out.stderr
+    assert out.stderr.count("reader field 'c' has no default") == 1  # the reason, said once
     out = run_cli("registry", "list", "--registry", db)
     assert json.loads(out.stdout) == ["t-value"]
     out = run_cli("registry", "get", "--registry", db, "--subject", "t-value")
@@ -202,7 +217,7 @@ def test_registry_commands(tmp_path):
 
 def test_unreachable_registry_exits_3(tmp_path):
     out = run_cli("registry", "list", "--registry", "http://127.0.0.1:9")
-    assert out.returncode == 3 and "registry error" in out.stderr
+    assert out.returncode in (3, 5) and "registry" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_registry_serve_with_confluent_client(tmp_path):
@@ -293,6 +308,7 @@ def test_demo_spark_engine(tmp_path):
         (PermissionError("denied"), 2, "denied"),
         (ImportError("No module named 'pulsar'"), 2, "pip install 'pulsar-codec[all]'"),
         (ConnectionError("refused"), 5, "cannot connect: refused"),
+        (errors.RegistryUnreachableError("connection refused"), 5, "registry unreachable: connection refused"),
         (KeyboardInterrupt(), 130, ""),
     ],
     ids=lambda v: type(v).__name__ if isinstance(v, BaseException) else None,
@@ -306,13 +322,62 @@ def test_exit_codes(monkeypatch, capsys, raised, code, message):
     assert message in capsys.readouterr().err
 
 
-def test_other_exceptions_are_not_swallowed(monkeypatch):
+def test_an_internal_error_is_one_line_and_verbose_shows_the_traceback(monkeypatch, capsys):
     def fail(args):
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(cli_main, "cmd_dump", fail)
-    with pytest.raises(RuntimeError, match="a bug"):
-        cli.main(["dump", "--service-url", "pulsar://x", "--topic", "t", "-o", "x.parquet"])
+    argv = ["dump", "--service-url", "pulsar://x", "--topic", "t", "-o", "x.parquet"]
+    assert cli.main(argv) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "pulsar-codec: internal error: RuntimeError: a bug",
+        "pulsar-codec: run with --verbose for the traceback",
+    ]
+    assert cli.main([*argv, "--verbose"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "pulsar-codec: internal error: RuntimeError: a bug" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "level"),
+    [
+        ([], 0),
+        (["--verbose"], 1),
+        (["-v"], 1),
+        (["--quiet"], -1),
+        (["-q"], -1),
+    ],
+)
+@pytest.mark.parametrize("before", [True, False], ids=["before", "after"])
+def test_verbosity_flags_before_or_after_the_command(monkeypatch, argv, level, before):
+    seen = {}
+    monkeypatch.setattr(cli_main, "cmd_dump", lambda args: seen.setdefault("level", _console.verbosity()) and 0)
+    command = ["dump", "--service-url", "pulsar://x", "--topic", "t", "-o", "x.parquet"]
+    cli.main(argv + command if before else command + argv)
+    assert seen["level"] == level
+    _console.set_verbosity(0)
+
+
+def test_verbose_and_quiet_together_are_refused(capsys):
+    assert cli.main(["--verbose", "--quiet", "bench"]) == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_verbose_sets_the_package_logger_to_debug(monkeypatch, capsys):
+    import logging
+
+    monkeypatch.setattr(cli_main, "cmd_dump", lambda args: logging.getLogger("pulsar_codec.x").debug("hello") or 0)
+    command = ["dump", "--service-url", "pulsar://x", "--topic", "t", "-o", "x.parquet"]
+    assert cli.main(["-v", *command]) == 0
+    assert "pulsar-codec DEBUG pulsar_codec.x: hello" in capsys.readouterr().err
+    assert cli.main(command) == 0
+    assert "hello" not in capsys.readouterr().err
+    assert logging.getLogger("pulsar_codec").level == logging.NOTSET
+
+
+def test_version_in_process(capsys):
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out == f"pulsar-codec {pulsar_codec.__version__}\n"
 
 
 def test_registry_options_in_process(tmp_path, capsys):
@@ -374,7 +439,7 @@ def test_password_comes_from_the_environment(monkeypatch, capsys):
         def close(self):
             opened["closed"] = True
 
-    def fake_open(spec, *, user=None, password=None, token=None):
+    def fake_open(spec, *, user=None, password=None, token=None, create=True):
         opened.update(spec=spec, user=user, password=password)
         return Registry()
 
@@ -406,19 +471,6 @@ def test_java_available_follows_java_home(monkeypatch, tmp_path):
     assert not cli_main._java_available()
 
 
-def test_progress_bar(capsys):
-    bar = demo.Progress(2)
-    bar.step("one")
-    bar.step("two")
-    assert capsys.readouterr().err.splitlines() == [
-        "[############............] 1/2 one",
-        "[########################] 2/2 two",
-    ]
-    quiet = demo.Progress(1, enabled=False)
-    quiet.step("x")
-    assert capsys.readouterr().err == "" and quiet.done == 1
-
-
 def test_bench_records_fit_their_schemas():
     # bench/ and `pulsar-codec bench` time these records: each must be valid for its schema, and a
     # seed must give the same corpus on every run
@@ -436,3 +488,285 @@ def test_bench_records_fit_their_schemas():
         records = [make(random.Random(seed)) for seed in range(30)]
         assert all(validate(record, parsed, raise_errors=True) for record in records)
         assert records == [make(random.Random(seed)) for seed in range(30)]
+
+
+# -- user errors: exit code and one line, never a traceback ------------------------------------------
+
+
+def one_line(captured):
+    lines = (captured.err if hasattr(captured, "err") else captured.stderr).splitlines()
+    assert len(lines) == 1, captured.err
+    return lines[0]
+
+
+@pytest.fixture
+def registry_db(tmp_path):
+    registry = LocalRegistry(tmp_path / "registry.db")
+    registry.register("t-value", '{"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]}')
+    registry.close()
+    return str(tmp_path / "registry.db")
+
+
+def decode_argv(tmp_path, registry_db, source, *more):
+    return ["decode", str(source), "-o", str(tmp_path / "out.parquet"), "--registry", registry_db, *more]
+
+
+def test_decode_a_text_file_exits_2_naming_it(tmp_path, registry_db, capsys):
+    (tmp_path / "notes.txt").write_text("not parquet at all\n")
+    assert cli.main(decode_argv(tmp_path, registry_db, tmp_path / "notes.txt")) == 2
+    line = one_line(capsys.readouterr())
+    assert line.startswith(f"pulsar-codec: input {tmp_path / 'notes.txt'} is not a Parquet file")
+
+
+def test_decode_a_folder_without_parquet_exits_2(tmp_path, registry_db, capsys):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "readme.txt").write_text("x")
+    assert cli.main(decode_argv(tmp_path, registry_db, tmp_path / "folder")) == 2
+    assert "is a folder without Parquet files" in one_line(capsys.readouterr())
+
+
+def test_decode_into_a_missing_folder_exits_2(tmp_path, registry_db, capsys):
+    pq.write_table(pa.table({"value": pa.array([b"x"])}), tmp_path / "in.parquet")
+    argv = [
+        "decode",
+        str(tmp_path / "in.parquet"),
+        "-o",
+        str(tmp_path / "no" / "out.parquet"),
+        "--registry",
+        registry_db,
+    ]
+    assert cli.main(argv) == 2
+    assert "does not exist" in one_line(capsys.readouterr())
+
+
+def test_unknown_protocol_lists_the_names_of_the_help(tmp_path, registry_db, capsys):
+    assert cli.main(decode_argv(tmp_path, registry_db, tmp_path / "in.parquet", "--protocol", "kafka")) == 2
+    line = one_line(capsys.readouterr())
+    names = ", ".join(sorted(name.lower().replace("_", "-") for name in wire.PROTOCOLS))
+    assert f"unknown protocol 'kafka'; valid: {names}" in line
+    assert cli.main(["decode", "--help"]) == 0
+    assert " ".join(capsys.readouterr().out.split()).count(names) == 1  # the same spelling in --help
+    for spelling in ("apicurio-v3", "APICURIO_V3", "Confluent"):
+        assert cli_main.build_parser().parse_args(decode_argv(tmp_path, registry_db, "x", "--protocol", spelling))
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ('{"type": "record", "name"', "--reader-schema is not valid JSON"),
+        ('{"type": "no-such-type"}', "--reader-schema is not a valid Avro schema"),
+    ],
+)
+def test_bad_reader_schema_exits_2(tmp_path, registry_db, capsys, schema, message):
+    pq.write_table(pa.table({"value": pa.array([b"x"])}), tmp_path / "in.parquet")
+    argv = decode_argv(tmp_path, registry_db, tmp_path / "in.parquet", "--reader-schema", schema)
+    assert cli.main(argv) == 2
+    assert message in one_line(capsys.readouterr())
+
+
+def test_decode_passes_no_column_so_the_default_is_chosen_there(tmp_path, registry_db, monkeypatch, capsys):
+    from pulsar_codec.cli import parquet_io
+
+    calls = []
+
+    def fake_decode(input_path, output_path, registry, **options):
+        calls.append(options)
+        return {"rows": 3, "decoded": 2, "errors": 1, "seconds": 0.5, "engine": "local"}
+
+    monkeypatch.setattr(parquet_io, "decode_parquet", fake_decode)
+    pq.write_table(pa.table({"value": pa.array([b"x"])}), tmp_path / "in.parquet")
+    assert cli.main(decode_argv(tmp_path, registry_db, tmp_path / "in.parquet")) == 0
+    assert "column" not in calls[-1]
+    out = capsys.readouterr().out
+    assert "decoded 2 of 3 rows" in out
+    # the summary table
+    for label, value in (("input rows", "3"), ("decoded", "2"), ("bad rows", "1"), ("engine", "local")):
+        assert any(label in line and value in line for line in out.splitlines()), out
+    assert cli.main(decode_argv(tmp_path, registry_db, tmp_path / "in.parquet", "--column", "raw", "-q")) == 0
+    assert calls[-1]["column"] == "raw"
+    assert capsys.readouterr().out.splitlines() == [out.splitlines()[0]]  # quiet: the result line only
+    _console.set_verbosity(0)
+
+
+def test_dump_malformed_service_url_exits_2(capsys):
+    assert cli.main(["dump", "--service-url", "nonsense", "--topic", "t", "-o", "x.parquet"]) == 2
+    assert "malformed service URL 'nonsense'" in one_line(capsys.readouterr())
+
+
+def test_dump_unreachable_broker_fails_within_the_default_timeout(tmp_path):
+    import socket
+    import time
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start = time.monotonic()
+    out = run_cli(
+        "dump", "--service-url", f"pulsar://127.0.0.1:{port}", "--topic", "t", "-o", str(tmp_path / "x.parquet")
+    )
+    elapsed = time.monotonic() - start
+    assert out.returncode == 5
+    assert elapsed < 15
+    line = one_line(out)
+    assert line.startswith(f"pulsar-codec: cannot read t from pulsar://127.0.0.1:{port}") and "refused" in line
+    assert (
+        cli_main.build_parser()
+        .parse_args(["dump", "--service-url", "pulsar://h:1", "--topic", "t", "-o", "x"])
+        .timeout_ms
+        == 10_000
+    )
+
+
+def test_dump_reads_a_topic_with_a_summary(pulsar_broker, pulsar_client, pulsar_topic, tmp_path, capsys):
+    producer = pulsar_client.create_producer(pulsar_topic)
+    for i in range(5):
+        producer.send(b"m%d" % i)
+    producer.close()
+    argv = ["dump", "--service-url", pulsar_broker.url, "--topic", pulsar_topic, "-o", str(tmp_path / "d.parquet")]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"wrote 5 messages of {pulsar_topic}" in out
+    assert any("messages" in line and "5" in line for line in out.splitlines()[1:])
+    assert pq.read_table(tmp_path / "d.parquet")["payload"].to_pylist() == [b"m%d" % i for i in range(5)]
+
+
+@pytest.mark.parametrize("action", ["list", "get", "check"])
+def test_read_only_commands_never_create_a_database(tmp_path, capsys, action):
+    db = tmp_path / "typo.db"
+    argv = ["registry", action, "--registry", str(db)]
+    argv += {"list": [], "get": ["--id", "1"], "check": ["--subject", "s", "--schema", '"string"']}[action]
+    assert cli.main(argv) == 2
+    assert (
+        one_line(capsys.readouterr())
+        == f"pulsar-codec: no registry database at {db} (register a schema there first, or check the path)"
+    )
+    assert not db.exists()
+
+
+def test_decode_does_not_create_a_database(tmp_path, capsys):
+    pq.write_table(pa.table({"value": pa.array([b"x"])}), tmp_path / "in.parquet")
+    assert cli.main(decode_argv(tmp_path, str(tmp_path / "typo.db"), tmp_path / "in.parquet")) == 2
+    assert "no registry database at" in one_line(capsys.readouterr())
+    assert not (tmp_path / "typo.db").exists()
+
+
+def test_registry_version_is_a_number_or_latest(registry_db, capsys):
+    base = ["registry", "get", "--registry", registry_db, "--subject", "t-value"]
+    assert cli.main([*base, "--version", "abc"]) == 2
+    assert "version must be a number from 1 up or 'latest', got 'abc'" in one_line(capsys.readouterr())
+    assert cli.main([*base, "--version", "0"]) == 2
+    capsys.readouterr()
+    assert cli.main([*base, "--version", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["version"] == 1
+    assert cli.main([*base, "--version", "latest"]) == 0
+    assert cli.main([*base, "--version", "2"]) == 4  # a version that does not exist: schema not found
+
+
+# -- registry serve: credentials and the port ----------------------------------------------------------
+
+
+@pytest.fixture
+def fake_serve(monkeypatch):
+    from pulsar_codec.registry import server
+
+    calls = []
+    monkeypatch.setattr(server, "run", lambda path, host, port, **kw: calls.append((path, host, port, kw)))
+    monkeypatch.delenv("PULSAR_CODEC_REGISTRY_PASSWORD", raising=False)
+    return calls
+
+
+def test_serve_user_without_password_refuses_to_start(tmp_path, fake_serve, capsys):
+    assert cli.main(["registry", "serve", str(tmp_path / "s.db"), "--port", "0", "--user", "admin"]) == 2
+    assert "--user admin needs a password" in one_line(capsys.readouterr())
+    assert fake_serve == []
+
+
+def test_serve_password_from_file_env_or_flag(tmp_path, fake_serve, capsys, monkeypatch):
+    base = ["registry", "serve", str(tmp_path / "s.db"), "--port", "0", "--user", "admin"]
+    (tmp_path / "pw").write_text("from-file\n")
+    assert cli.main([*base, "--password-file", str(tmp_path / "pw")]) == 0
+    assert fake_serve[-1][3]["auth"] == ("admin", "from-file")
+    out = capsys.readouterr()
+    assert out.err == "" and "serving" in out.out
+    monkeypatch.setenv("PULSAR_CODEC_REGISTRY_PASSWORD", "from-env")
+    assert cli.main(base) == 0
+    assert fake_serve[-1][3]["auth"] == ("admin", "from-env")
+    assert cli.main([*base, "--password", "on-the-command-line"]) == 0
+    assert fake_serve[-1][3]["auth"] == ("admin", "on-the-command-line")
+    warning = one_line(capsys.readouterr())
+    assert "warning: --password shows the password to every user" in warning and "on-the-command-line" not in warning
+    assert cli.main([*base, "--password", "x", "--password-file", str(tmp_path / "pw")]) == 2
+    assert cli.main(["registry", "serve", str(tmp_path / "s.db"), "--password", "x"]) == 2  # a password needs --user
+    assert cli.main([*base, "--password-file", str(tmp_path / "missing")]) == 2
+
+
+def test_serve_on_a_busy_port_exits_2_before_saying_serving(tmp_path):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = run_cli("registry", "serve", str(tmp_path / "s.db"), "--port", str(port))
+    assert out.returncode == 2 and "serving" not in out.stdout
+    assert one_line(out) == f"pulsar-codec: port {port} on 127.0.0.1 is already in use; choose another with --port"
+
+
+# -- the console: progress and summaries ---------------------------------------------------------------
+
+
+class Terminal:
+    """A stderr that says it is a terminal, to see the progress bar."""
+
+    def __init__(self):
+        import io
+
+        self.buffer = io.StringIO()
+
+    def write(self, text):
+        return self.buffer.write(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+
+def test_progress_is_silent_without_a_terminal(capsys):
+    with _console.progress("work", total=3) as bar:
+        bar.advance()
+        bar.update(completed=3, label="done")
+    assert (bar.completed, bar.total) == (3, 3)
+    assert capsys.readouterr() == ("", "")
+
+
+def test_progress_draws_on_a_terminal_unless_quiet(monkeypatch):
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with _console.progress("reading t") as bar:
+        bar.advance(5)
+        bar.update(total=10, label="reading t (10)")
+    assert bar.completed == 5 and "reading t" in terminal.buffer.getvalue()
+    quiet = Terminal()
+    monkeypatch.setattr(sys, "stderr", quiet)
+    _console.set_verbosity(-1)
+    try:
+        with _console.progress("x", total=1) as bar:
+            bar.advance()
+    finally:
+        _console.set_verbosity(0)
+    assert quiet.buffer.getvalue() == "" and bar.completed == 1
+
+
+def test_summary_table_and_quiet(capsys):
+    _console.summary("decode", [("rows", "10"), ("errors", "1")])
+    out = capsys.readouterr().out
+    assert "decode" in out and any("rows" in line and "10" in line for line in out.splitlines())
+    _console.set_verbosity(-1)
+    try:
+        _console.summary("decode", [("rows", "10")])
+    finally:
+        _console.set_verbosity(0)
+    assert capsys.readouterr().out == ""
+    assert _console.library_log_level() == 30

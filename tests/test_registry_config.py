@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from pulsar_codec.errors import SchemaNotFoundError
+from pulsar_codec.errors import RegistryError, SchemaNotFoundError
 from pulsar_codec.registry import (
     FetchedSchema,
     LocalRegistry,
@@ -131,3 +131,24 @@ def test_fetch_schema_reads_every_shape():
         fetch_schema(mapping, 99)
     with pytest.raises(TypeError, match="get_schema"):
         fetch_schema(42, 1)
+
+
+def test_new_limits_travel_with_the_config(tmp_path):
+    pytest.importorskip("httpx")
+    from pulsar_codec.registry import ConfluentRegistry
+
+    config = RegistryConfig(url="http://r.example", total_timeout=4, max_response_bytes=1000)
+    assert config.total_timeout == 4.0
+    assert pickle.loads(pickle.dumps(config)) == config
+    with config.build() as client:
+        assert isinstance(client, ConfluentRegistry)
+        assert (client.total_timeout, client.max_response_bytes) == (4.0, 1000)
+        kept = RegistryConfig.of(client)
+        assert (kept.total_timeout, kept.max_response_bytes) == (4.0, 1000)
+    local = RegistryConfig(path=str(tmp_path / "r.db"))
+    assert local.timeout is None  # each client's own default: 30 s for the database lock
+    with local.build() as reg:
+        assert reg._timeout == 30.0
+    with pytest.raises(RegistryError, match="no registry database"):
+        RegistryConfig(path=str(tmp_path / "absent.db")).build(create=False)
+    assert not (tmp_path / "absent.db").exists()

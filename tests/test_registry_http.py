@@ -15,7 +15,13 @@ pytest.importorskip("httpx")
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from pulsar_codec.errors import IncompatibleSchemaError, RegistryError, SchemaError, SchemaNotFoundError  # noqa: E402
+from pulsar_codec.errors import (  # noqa: E402
+    IncompatibleSchemaError,
+    RegistryError,
+    RegistryUnreachableError,
+    SchemaError,
+    SchemaNotFoundError,
+)
 from pulsar_codec.registry import ConfluentRegistry, LocalRegistry, RegisteredSchema  # noqa: E402
 from pulsar_codec.registry.server import Faults, RegistryServer, serve  # noqa: E402
 
@@ -386,3 +392,244 @@ def test_tls_with_a_private_ca(local, tmp_path):
                 untrusted.list_subjects()  # the system roots do not know this CA
         with ConfluentRegistry(srv.url, verify=False, auth=(USER, PASSWORD)) as unchecked:
             assert unchecked.list_subjects() == ["s"]
+
+
+# --------------------------------------------------------------------------------------------
+# answers that cannot be trusted: wrong shapes, echoed secrets, oversize bodies
+
+
+class Stub:
+    """A tiny HTTP server answering every request from ``self.answer(method, path, headers)``,
+    which returns (status, body bytes, extra headers); it records what it saw."""
+
+    def __init__(self, answer):
+        import http.server
+
+        stub = self
+        self.answer = answer
+        self.seen = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _serve(self):
+                length = int(self.headers.get("content-length") or 0)
+                if length:
+                    self.rfile.read(length)
+                stub.seen.append((self.command, self.path))
+                status, body, headers = stub.answer(self.command, self.path, dict(self.headers))
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                if "Transfer-Encoding" not in headers:
+                    self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PUT = do_DELETE = _serve
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+def fixed(status, body, headers=None):
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return lambda method, path, request_headers: (status, data, headers or {"Content-Type": "application/json"})
+
+
+WRONG_SHAPES = [
+    (lambda c: c.get_schema(1), "GET", "/schemas/ids/1", {}),
+    (lambda c: c.get_schema(1), "GET", "/schemas/ids/1", [1, 2, 3]),
+    (lambda c: c.get_schema(1), "GET", "/schemas/ids/1", {"schema": 5}),
+    (lambda c: c.get_schema(1), "GET", "/schemas/ids/1", {"schema": "{}", "schemaType": 3}),
+    (lambda c: c.get_schema(1), "GET", "/schemas/ids/1", b"<html>proxy login</html>"),
+    (lambda c: c.get_schema(1), "GET", "/schemas/ids/1", b""),
+    (lambda c: c.register("s", V1), "POST", "/subjects/s/versions", {"id": "7"}),
+    (lambda c: c.register("s", V1), "POST", "/subjects/s/versions", {"id": True}),
+    (lambda c: c.get_latest("s"), "GET", "/subjects/s/versions/latest", {"id": 1}),
+    (lambda c: c.get_latest("s"), "GET", "/subjects/s/versions/latest", {"id": 1, "schema": "x", "version": "2"}),
+    (lambda c: c.lookup("s", V1), "POST", "/subjects/s", None),
+    (lambda c: c.list_subjects(), "GET", "/subjects", {"a": 1}),
+    (lambda c: c.list_subjects(), "GET", "/subjects", ["a", 1]),
+    (lambda c: c.list_versions("s"), "GET", "/subjects/s/versions", ["1"]),
+    (lambda c: c.get_schema_versions(1), "GET", "/schemas/ids/1/versions", [{"subject": "s"}]),
+    (lambda c: c.delete_subject("s"), "DELETE", "/subjects/s", 3),
+    (lambda c: c.delete_version("s", 1), "DELETE", "/subjects/s/versions/1", [1]),
+    (lambda c: c.check_compatibility("s", V1), "POST", "/compatibility/subjects/s/versions/latest", {}),
+    (
+        lambda c: c.check_compatibility("s", V1),
+        "POST",
+        "/compatibility/subjects/s/versions/latest",
+        {"is_compatible": "yes"},
+    ),
+    (lambda c: c.get_compatibility(), "GET", "/config", []),
+    (lambda c: c.set_compatibility("FULL"), "PUT", "/config", {"compatibility": None}),
+]
+
+
+@pytest.mark.parametrize(("call", "method", "path", "body"), WRONG_SHAPES)
+def test_success_answers_of_the_wrong_shape_are_registry_errors(call, method, path, body):
+    with Stub(fixed(200, body if isinstance(body, bytes) else json.dumps(body).encode())) as stub:
+        url = stub.url.replace("http://", f"http://{USER}:{PASSWORD}@")
+        with ConfluentRegistry(url, retries=0) as c:
+            with pytest.raises(RegistryError) as info:
+                call(c)
+    assert type(info.value) is RegistryError
+    message = str(info.value)
+    assert f"{method} {stub.url}{path}" in message
+    assert "unexpected body" in message or "not JSON" in message
+    secrets_absent(message, repr(info.value))
+    assert USER not in message
+
+
+def echo_headers(status, error_code=None, reason=None):
+    """An error answer whose message repeats the request headers, as some proxies do."""
+
+    def answer(method, path, headers):
+        echoed = "\n".join(f"{k}: {v}" for k, v in headers.items())
+        body = {"message": f"upstream refused the request; request was\n{echoed}\n(raw {headers})"}
+        if error_code is not None:
+            body["error_code"] = error_code
+        return status, json.dumps(body).encode(), {"Content-Type": "application/json"}
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("status", "error_code", "expected"),
+    [
+        (400, None, RegistryError),
+        (404, 40403, SchemaNotFoundError),
+        (409, 409, IncompatibleSchemaError),
+        (422, 42201, SchemaError),
+        (500, 50001, RegistryError),
+        (503, None, RegistryUnreachableError),
+    ],
+)
+@pytest.mark.parametrize("kind", ["basic-in-url", "basic", "bearer"])
+def test_echoed_credentials_are_scrubbed_from_server_messages(status, error_code, expected, kind):
+    import base64
+
+    options = {"retries": 0}
+    with Stub(echo_headers(status, error_code)) as stub:
+        url = stub.url
+        if kind == "basic-in-url":
+            url = url.replace("http://", f"http://{USER}:{PASSWORD}@")
+        elif kind == "basic":
+            options["auth"] = (USER, PASSWORD)
+        else:
+            options["token"] = TOKEN
+        with ConfluentRegistry(url, **options) as c:
+            with pytest.raises(expected) as info:
+                c.get_schema(1)
+    exc = info.value
+    texts = [str(exc), repr(exc), *getattr(exc, "reasons", [])]
+    pair = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    for text in texts:
+        secrets_absent(text)
+        assert pair not in text
+        assert "Basic " + pair[:6] not in text
+        assert "Authorization: ***" in text or "authorization: ***" in text.lower()
+        assert "upstream refused the request" in text  # the rest of the message survives
+
+
+def test_scrubber_covers_header_text_and_credential_forms():
+    from pulsar_codec.registry._answers import Scrubber
+
+    scrub = Scrubber((USER, PASSWORD), None)
+    text = scrub(
+        f"Proxy-Authorization: Basic abc123==\r\nnote: {USER}:{PASSWORD} and {PASSWORD} again for {USER}; "
+        '{"authorization": "Bearer eyJhbGciOi.x.y"}'
+    )
+    assert PASSWORD not in text and "abc123" not in text and "eyJhbGciOi" not in text
+    assert USER in text  # a user name is not a secret
+    assert scrub("Authorization failed for subject orders") == "Authorization failed for subject orders"
+    token_scrub = Scrubber(None, TOKEN)
+    assert TOKEN not in token_scrub(f"token {TOKEN} rejected; bearer {TOKEN}")
+
+
+def big_answer(size, chunked=False, gzip_body=False):
+    import gzip
+
+    def answer(method, path, headers):
+        body = json.dumps({"schema": "x" * size}).encode()
+        extra = {"Content-Type": "application/json"}
+        if gzip_body:
+            body = gzip.compress(body)
+            extra["Content-Encoding"] = "gzip"
+        if chunked:
+            extra["Transfer-Encoding"] = "chunked"
+            pieces = [body[i : i + 4096] for i in range(0, len(body), 4096)]
+            body = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+        return 200, body, extra
+
+    return answer
+
+
+@pytest.mark.parametrize("shape", ["content-length", "chunked", "gzip"])
+def test_answers_over_the_size_cap_are_refused(shape):
+    answer = big_answer(200_000, chunked=shape == "chunked", gzip_body=shape == "gzip")
+    with Stub(answer) as stub, ConfluentRegistry(stub.url, retries=3, max_response_bytes=50_000) as c:
+        with pytest.raises(RegistryError, match=r"more than max_response_bytes \(50000 bytes\)") as info:
+            c.get_schema(1)
+        assert type(info.value) is RegistryError  # not retried: the same answer would come again
+        assert len(stub.seen) == 1
+    with Stub(answer) as stub, ConfluentRegistry(stub.url, max_response_bytes=300_000) as c:
+        assert len(c.get_schema(1).schema) == 200_000
+
+
+def test_default_size_cap_and_timeouts_are_bounded():
+    with ConfluentRegistry("http://127.0.0.1:1") as c:
+        assert c.max_response_bytes == 64 * 2**20
+        assert c.total_timeout is not None and c.total_timeout <= 10
+
+
+def test_unreachable_registry_fails_within_the_timeout():
+    port = free_port()
+    start = time.monotonic()
+    with ConfluentRegistry(f"http://127.0.0.1:{port}") as c:  # the defaults
+        with pytest.raises(RegistryUnreachableError, match=r"failed after \d attempt\(s\): ConnectError"):
+            c.get_schema(1)
+    assert time.monotonic() - start < 15
+
+
+def test_total_timeout_bounds_a_registry_that_never_answers():
+    listener = socket.create_server(("127.0.0.1", 0))  # accepts connections, never answers
+    port = listener.getsockname()[1]
+    try:
+        with ConfluentRegistry(f"http://127.0.0.1:{port}", timeout=(5.0, 5.0), retries=5, total_timeout=1.0) as c:
+            start = time.monotonic()
+            with pytest.raises(RegistryUnreachableError, match="timed out"):
+                c.list_subjects()
+            assert time.monotonic() - start < 2.5  # not 6 attempts of 5 s
+    finally:
+        listener.close()
+
+
+def test_unavailable_after_retries_is_unreachable_but_500_is_not(local):
+    for status, cls in [(503, RegistryUnreachableError), (504, RegistryUnreachableError), (500, RegistryError)]:
+        faults = Faults(fail_next=10, fail_status=status)
+        with serve(local, faults=faults) as srv, ConfluentRegistry(srv.url, retries=1, backoff=0.01) as c:
+            with pytest.raises(RegistryError, match=r"after 2 attempt\(s\)") as info:
+                c.list_subjects()
+        assert type(info.value) is cls and info.value.status == status
+
+
+def test_unknown_id_stays_schema_not_found(server, local):
+    with ConfluentRegistry(server.url) as c:
+        with pytest.raises(SchemaNotFoundError) as info:
+            c.get_schema(99999999999999999999999)
+        assert info.value.error_code == 40403

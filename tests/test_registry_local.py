@@ -12,7 +12,7 @@ import pytest
 
 from pulsar_codec.compat import Strategy
 from pulsar_codec.errors import IncompatibleSchemaError, RegistryError, SchemaError, SchemaNotFoundError
-from pulsar_codec.registry import LocalRegistry, RegisteredSchema
+from pulsar_codec.registry import LocalRegistry, RegisteredSchema, RegistryConfig
 
 
 def record(*fields, name="Event"):
@@ -475,3 +475,125 @@ def test_concurrent_processes_share_one_file(tmp_path):
         assert p.exitcode == 0
     assert len(results) == 80
     _assert_consistent(path, results)
+
+
+# --------------------------------------------------------------------------------------------
+# opening without creating, and errors that name the file
+
+
+def test_create_false_never_creates_a_database(tmp_path):
+    path = tmp_path / "typo.db"
+    with pytest.raises(RegistryError, match=f"no registry database at {path}"):
+        LocalRegistry(path, create=False)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(RegistryError, match="no registry database at"):
+        RegistryConfig(path=str(path)).build(create=False)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(RegistryError, match="no registry database at"):
+        LocalRegistry(tmp_path, create=False)  # a folder is not a database either
+
+
+def test_create_false_opens_an_existing_registry(tmp_path):
+    path = tmp_path / "reg.db"
+    with LocalRegistry(path) as reg:
+        reg.register("s", V1)
+    with LocalRegistry(path, create=False) as reg:
+        assert reg.list_subjects() == ["s"]
+        assert reg.get_schema(1).schema == V1
+        assert reg.register("s", V2) == 2  # an existing registry stays writable
+    with RegistryConfig(path=str(path)).build(create=False) as reg:
+        assert reg.list_versions("s") == [1, 2]
+
+
+def test_files_that_are_not_registries_are_named(tmp_path):
+    text_file = tmp_path / "notes.txt"
+    text_file.write_bytes(b"plain text, certainly not an SQLite database; long enough for a header" * 2)
+    for create in (True, False):
+        with pytest.raises(RegistryError, match=f"registry database {text_file}: file is not a database"):
+            LocalRegistry(text_file, create=create)
+    other = tmp_path / "other.db"
+    with contextlib.closing(sqlite3.connect(other)) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    with pytest.raises(RegistryError, match=f"registry database {other}: .*without the registry's tables"):
+        LocalRegistry(other, create=False)
+    with pytest.raises(RegistryError, match=f"registry database {tmp_path / 'missing-dir' / 'r.db'}"):
+        LocalRegistry(tmp_path / "missing-dir" / "r.db")
+
+
+def test_database_errors_name_the_file(tmp_path):
+    path = tmp_path / "r.db"
+    with LocalRegistry(path) as reg:
+        reg.register("s", V1)
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            conn.execute("DROP TABLE config")
+        with pytest.raises(RegistryError, match=f"registry database {path}: no such table: config") as info:
+            reg.get_compatibility()
+        assert info.value.error_code == 50001
+
+
+def test_ids_past_the_integer_range_are_not_found(reg):
+    reg.register("s", V1)
+    for schema_id in (2**63, 10**23, -(2**70)):
+        with pytest.raises(SchemaNotFoundError) as info:
+            reg.get_schema(schema_id)
+        assert info.value.error_code == 40403
+        with pytest.raises(SchemaNotFoundError):
+            reg.get_schema_versions(schema_id)
+
+
+def test_deeply_nested_schemas_are_schema_errors(reg):
+    deep = '{"type": "array", "items": ' * 5000 + '"int"' + "}" * 5000
+    reg.register("s", V1)
+    with pytest.raises(SchemaError):
+        reg.register("s", deep)
+    with pytest.raises(SchemaError):
+        reg.lookup("s", deep)
+    with pytest.raises(SchemaError):
+        reg.check_compatibility("s", deep)
+    assert reg.list_versions("s") == [1]
+
+
+# --------------------------------------------------------------------------------------------
+# a writer killed mid-way
+
+
+_KILLED_WRITER = """
+import json, sys
+from pulsar_codec.registry import LocalRegistry
+reg = LocalRegistry(sys.argv[1])
+reg.set_compatibility("NONE")
+i = 0
+while True:
+    schema = {"type": "record", "name": "R", "fields": [{"name": f"f{i}", "type": "int", "default": 0}]}
+    reg.register(f"subject-{i % 3}", json.dumps(schema))
+    i += 1
+    if i == 20:
+        print("ready", flush=True)
+"""
+
+
+def test_writer_killed_with_sigkill_leaves_a_database_that_reopens(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    path = tmp_path / "killed.db"
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        proc.stdout.close()
+    with LocalRegistry(path, create=False) as reg:
+        subjects = reg.list_subjects()
+        assert subjects and len(subjects) <= 3
+        ids = set()
+        for subject in subjects:
+            versions = reg.list_versions(subject)
+            assert versions == list(range(1, len(versions) + 1))
+            ids.update(reg.get_version(subject, v).id for v in versions)
+        assert len(ids) >= 20 and sorted(ids) == list(range(1, len(ids) + 1))
+        new_id = reg.register("after", V1)
+        assert new_id == max(ids) + 1

@@ -365,3 +365,205 @@ def test_server_owning_a_database_path_stops_cleanly(tmp_path):
         assert probe.connect_ex(("127.0.0.1", port)) != 0  # nobody listens any more
     with LocalRegistry(path) as reopened:
         assert reopened.get_latest("s").id == 1
+
+
+# --------------------------------------------------------------------------------------------
+# hostile input: no 500, no unbounded memory
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/schemas/ids/99999999999999999999999",
+        "/schemas/ids/9223372036854775808",  # one past SQLite's integer range
+        "/schemas/ids/99999999999999999999999/schema",
+        "/schemas/ids/99999999999999999999999/versions",
+        "/schemas/ids/99999999999999999999999/subjects",
+        "/schemas/ids/-1",
+        "/schemas/ids/abc",
+        "/schemas/ids/1e3",
+        "/schemas/ids/1_0",
+        "/schemas/ids/%201",
+    ],
+)
+def test_ids_out_of_range_or_not_integers_are_404(http, path):
+    r = http.get(path)
+    assert r.status_code == 404
+    assert r.json()["error_code"] == 40403
+
+
+def nested_arrays(depth):
+    return '{"type": "array", "items": ' * depth + '"int"' + "}" * depth
+
+
+def nested_records(depth):
+    inner = '"int"'
+    for i in range(depth):
+        inner = f'{{"type": "record", "name": "R{i}", "fields": [{{"name": "f", "type": {inner}}}]}}'
+    return inner
+
+
+@pytest.mark.parametrize("schema", [nested_arrays(5000), nested_records(3000)], ids=["arrays", "records"])
+def test_deeply_nested_schemas_are_422_not_500(http, reg, schema):
+    reg.register("s", text(EVENT_V1))
+    for path in ("/subjects/s/versions", "/subjects/s", "/compatibility/subjects/s/versions/latest"):
+        r = http.post(path, json={"schema": schema})
+        assert r.status_code == 422, (path, r.text)
+        body = r.json()
+        assert body["error_code"] == 42201 and body["message"].startswith("Invalid schema")
+        assert "RecursionError" not in body["message"] and "Internal" not in body["message"]
+    assert reg.list_versions("s") == [1]
+
+
+def test_deeply_nested_request_json_is_400(http):
+    r = http.post("/subjects/s/versions", content=b"[" * 200_000 + b"]" * 200_000)
+    assert r.status_code == 400 and r.json()["error_code"] == 400
+
+
+def read_http_response(sock):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")).split(b":")[1])
+    while len(rest) < length:
+        rest += sock.recv(65536)
+    return status, head, json.loads(rest[:length])
+
+
+def test_body_over_the_limit_is_413_on_its_content_length(server, reg, http):
+    size = 64 * 2**20
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(
+            b"POST /subjects/s/versions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {size}\r\n\r\n".encode()
+            + b'{"schema": "'
+            + b" " * 65536
+        )  # the rest of the 64 MB never comes: the answer must not wait for it
+        status, head, body = read_http_response(sock)
+    assert status == 413
+    assert b"connection: close" in head.lower()
+    assert body["error_code"] == 413 and str(16 * 2**20) in body["message"]
+    assert reg.list_subjects() == []
+    assert http.get("/subjects").json() == []  # the server is fine
+
+
+def call_app(app, method, path, headers, chunks):
+    """Run one request through the ASGI app in-process; ``chunks`` is an iterator of body pieces,
+    pulled only when the app asks. Returns (status, JSON body, number of pieces pulled)."""
+    import asyncio
+
+    pulled = [0]
+    sent = []
+    pieces = iter(chunks)
+
+    async def receive():
+        piece = next(pieces, None)
+        if piece is None:
+            return {"type": "http.request", "body": b"", "more_body": False}
+        pulled[0] += 1
+        return {"type": "http.request", "body": piece, "more_body": True}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+        "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 1234),
+    }
+    asyncio.run(app(scope, receive, send))
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return status, json.loads(body), pulled[0]
+
+
+def megabytes(count):
+    piece = b" " * 2**20  # one buffer handed out again and again: the test itself holds 1 MiB
+    for _ in range(count):
+        yield piece
+
+
+def test_oversize_content_length_is_refused_before_any_body_is_read(reg):
+    from pulsar_codec.registry.server import create_app
+
+    app = create_app(reg)
+    headers = {"content-type": "application/json", "content-length": str(64 * 2**20)}
+    status, body, pulled = call_app(app, "POST", "/subjects/s/versions", headers, megabytes(64))
+    assert (status, body["error_code"], pulled) == (413, 413, 0)
+
+
+def test_chunked_body_is_counted_while_streaming_and_memory_stays_bounded(reg):
+    import tracemalloc
+
+    from pulsar_codec.registry.server import create_app
+
+    app = create_app(reg)  # the default limit, 16 MiB
+    tracemalloc.start()
+    try:
+        status, body, pulled = call_app(app, "POST", "/subjects/s/versions", {}, megabytes(64))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (status, body["error_code"]) == (413, 413)
+    assert pulled == 17  # stopped at the first piece past 16 MiB, not at 64
+    assert peak < 40 * 2**20  # the 16 MiB kept plus copies while it grew; never the 64 MB
+    assert reg.list_subjects() == []
+
+
+def test_body_limit_is_configurable(reg):
+    from pulsar_codec.registry.server import create_app
+
+    app = create_app(reg, max_request_bytes=200)
+    small = json.dumps({"schema": '"int"'}).encode()
+    large = json.dumps({"schema": text(EVENT_V2)}).encode()
+    assert len(small) <= 200 < len(large)
+    status, body, _ = call_app(app, "POST", "/subjects/s/versions", {}, [small])
+    assert (status, body) == (200, {"id": 1})
+    status, body, _ = call_app(app, "POST", "/subjects/t/versions", {"content-length": str(len(large))}, [large])
+    assert status == 413 and "200 bytes" in body["message"]
+    status, _, _ = call_app(app, "POST", "/subjects/t/versions", {}, [large[:150], large[150:]])
+    assert status == 413
+    assert reg.list_subjects() == ["s"]
+
+
+def test_sixteen_concurrent_clients_get_no_errors(server, reg):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pulsar_codec.registry import ConfluentRegistry
+
+    def work(worker):
+        with ConfluentRegistry(server.url, retries=0, timeout=30, total_timeout=None) as c:
+            ids = []
+            for i in range(8):
+                schema = {
+                    "type": "record",
+                    "name": "Event",
+                    "fields": [{"name": f"f{(worker + i) % 4}", "type": "long", "default": 0}],
+                }
+                subject = f"subject-{worker % 4}"
+                ids.append(c.register(subject, text(schema)))
+                assert c.get_schema(ids[-1]).schema_type == "AVRO"
+                c.list_versions(subject)
+            return ids
+
+    reg.set_compatibility("NONE")
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(work, range(16)))
+    assert len({i for ids in results for i in ids}) == 4  # four distinct schemas, four ids
+    for subject in reg.list_subjects():
+        versions = reg.list_versions(subject)
+        assert versions == list(range(1, len(versions) + 1))

@@ -192,10 +192,25 @@ def test_other_protocols(spark):
         pcs.decode(frame_of(spark, msgs), registry=schemas, protocol=wire.CONFLUENT_GUID)
 
 
-def test_unknown_id_fails_on_the_driver(spark):
-    msgs = [wire.CONFLUENT.pack(99, body(V1, {"id": 1, "name": "a"}))]
+def test_unknown_id_is_an_error_row(spark):
+    msgs = [
+        wire.CONFLUENT.pack(99, body(V1, {"id": 1, "name": "a"})),
+        wire.CONFLUENT.pack(1, body(V1, {"id": 2, "name": "b"})),
+    ]
+    rows = collect_sorted(pcs.decode(frame_of(spark, msgs), registry={1: V1}))
+    assert [as_dict(r["decoded"]) for r in rows] == [None, {"id": 2, "name": "b"}]
+    error = rows[0]["decode_error"]
+    assert error["code"] == ErrorCode.SCHEMA_NOT_FOUND and "99" in error["message"]
+
+
+def test_missing_ids_are_not_asked_for_again(tmp_path):
+    store = LocalRegistry(tmp_path / "r.db")
+    shipped = executor.ShippedSchemas({1: V1}, RegistryConfig.of(store), missing=[99])
+    copy = pickle.loads(pickle.dumps(shipped))
     with pytest.raises(SchemaNotFoundError, match="99"):
-        pcs.decode(frame_of(spark, msgs), registry={1: V1})
+        copy.get(99)
+    assert not copy.fetched and copy._client is None  # answered without the registry
+    store.close()
 
 
 def test_no_reader_schema(spark, tmp_path):

@@ -1,6 +1,8 @@
 """Wire prefixes: the spec's hex vectors, round trips, bulk behaviour and error reporting, on both twins."""
 
+import dataclasses
 import uuid
+import zlib
 
 import numpy as np
 import pyarrow as pa
@@ -233,6 +235,11 @@ ERROR_CASES = [
     (wire.HORTONWORKS, [h("02 00 00 00 00")], errors.WireFormatError, ErrorCode.WIRE_SHORT_PREFIX, 0, 5),
     (wire.APICURIO, [h("00 00 00 00 00 01")], errors.WireFormatError, ErrorCode.WIRE_SHORT_PREFIX, 0, 6),
     (wire.APICURIO_V3, [h("01 00 00 00 00 01")], errors.WireFormatError, ErrorCode.WIRE_BAD_MAGIC, 0, 0),
+    # AWS Glue: header version, then the 18-byte header, then the compression byte
+    (wire.AWS_GLUE, [h("01 00") + bytes(16)], errors.WireFormatError, ErrorCode.WIRE_BAD_MAGIC, 0, 0),
+    (wire.AWS_GLUE, [None, h("03 05 00 00 00")], errors.WireFormatError, ErrorCode.WIRE_SHORT_PREFIX, 1, 5),
+    (wire.AWS_GLUE, [h("03 07") + bytes(16)], errors.WireFormatError, ErrorCode.WIRE_UNKNOWN_COMPRESSION, 0, 1),
+    (wire.AWS_GLUE, [b""], errors.WireFormatError, ErrorCode.WIRE_EMPTY, 0, 0),
     # message-index arrays
     (wire.CONFLUENT_PROTOBUF, [h("00 00 00 00 01")], errors.WireFormatError, ErrorCode.WIRE_TRUNCATED_INDEXES, 0, 5),
     (wire.CONFLUENT_PROTOBUF, [h("00 00 00 00 01 01")], errors.WireFormatError, ErrorCode.WIRE_INDEX_COUNT, 0, 5),
@@ -388,3 +395,210 @@ def test_unpack_returns_view_into_message(backend):
     _, view = wire.CONFLUENT.unpack(message)
     assert isinstance(view, memoryview) and bytes(view) == b"payload"
     assert np.shares_memory(np.frombuffer(view, np.uint8), np.frombuffer(message, np.uint8))
+
+
+# -- AWS Glue Schema Registry --------------------------------------------------------------------
+
+GLUE_ID = uuid.UUID("89791762-2336-4186-9674-299b90a802e2")
+GLUE_HEADER = h("03 00 89 79 17 62 23 36 41 86 96 74 29 9B 90 A8 02 E2")
+GLUE_ZLIB_HEADER = h("03 05 89 79 17 62 23 36 41 86 96 74 29 9B 90 A8 02 E2")
+HELLO10 = b"hello" * 10
+# zlib.compress(b"hello" * 10) at the default level, as java.util.zip.Deflater() writes it (a zlib
+# stream: 78 9c header, Adler-32 trailer)
+HELLO10_ZLIB = h("78 9c cb 48 cd c9 c9 cf 20 85 00 00 11 6a 14 c9")
+
+
+def test_glue_vectors(backend):
+    assert wire.AWS_GLUE.pack(GLUE_ID, b"hi") == GLUE_HEADER + b"hi"
+    assert wire.AWS_GLUE.pack(str(GLUE_ID), HELLO10, compression="zlib") == GLUE_ZLIB_HEADER + HELLO10_ZLIB
+    got, body = wire.AWS_GLUE.unpack(GLUE_HEADER + b"hi")
+    assert (got, bytes(body)) == (GLUE_ID, b"hi")
+    got, body = wire.AWS_GLUE.unpack(GLUE_ZLIB_HEADER + HELLO10_ZLIB)
+    assert (got, bytes(body)) == (GLUE_ID, HELLO10)
+    # data after the end of the zlib stream is ignored, as Java's Inflater stops at the stream's end
+    assert bytes(wire.AWS_GLUE.unpack(GLUE_ZLIB_HEADER + HELLO10_ZLIB + b"junk")[1]) == HELLO10
+    assert wire.protocol_by_name("aws-glue") is wire.AWS_GLUE
+    assert wire.AWS_GLUE.unpack(GLUE_HEADER)[1].nbytes == 0
+
+
+def test_glue_bulk_inflates_compressed_rows_only(backend):
+    long_plain = b"p" * 40
+    messages = pa.array(
+        [GLUE_HEADER + long_plain, None, GLUE_ZLIB_HEADER + HELLO10_ZLIB, GLUE_ZLIB_HEADER + zlib.compress(b"ab")]
+    )
+    framed = wire.unframe(messages, wire.AWS_GLUE)
+    assert framed.schema_ids.type == pa.binary(16)
+    assert framed.schema_ids.to_pylist() == [GLUE_ID.bytes, None, GLUE_ID.bytes, GLUE_ID.bytes]
+    assert framed.payloads.to_pylist() == [long_plain, None, HELLO10, b"ab"]
+    assert framed.protocols.to_pylist() == [0, None, 5, 5]
+    framed.payloads.validate(full=True)
+    # the uncompressed payload is still a view of the input; the inflated one lives in a new buffer
+    assert framed.payloads.buffers()[2].address == messages.buffers()[2].address
+    assert len(framed.payloads.buffers()) == 4
+
+
+def test_glue_frame_round_trip_and_errors(backend):
+    payloads = [b"a" * 30, None, b""]
+    for compression in (None, "none", "zlib"):
+        out = wire.frame(payloads, GLUE_ID, wire.AWS_GLUE, compression=compression)
+        assert out[1].as_py() is None
+        assert out[0].as_py()[1] == (5 if compression == "zlib" else 0)
+        assert wire.unframe(out, "aws-glue").payloads.to_pylist() == payloads
+    with pytest.raises(errors.EncodeError, match="CONFLUENT has no compression byte"):
+        wire.frame([b"a"], 1, wire.CONFLUENT, compression="zlib")
+    with pytest.raises(errors.EncodeError, match="unknown compression 'gzip'"):
+        wire.frame([b"a"], GLUE_ID, wire.AWS_GLUE, compression="gzip")
+    with pytest.raises(errors.EncodeError, match="GUID"):
+        wire.frame([b"a"], 7, wire.AWS_GLUE)
+    with pytest.raises(ValueError, match="max_inflated"):
+        dataclasses.replace(wire.AWS_GLUE, max_inflated=-1)
+
+
+def test_glue_error_texts(backend):
+    with pytest.raises(errors.WireFormatError) as info:
+        wire.unframe([GLUE_HEADER, h("03 07") + bytes(16)], wire.AWS_GLUE)
+    assert str(info.value) == (
+        "unknown AWS_GLUE compression byte 0x07, expected 0x00 (none) or 0x05 (zlib) (message 1, byte 1)"
+    )
+    with pytest.raises(errors.WireFormatError) as info:
+        wire.unframe([h("00") + GLUE_HEADER[1:]], wire.AWS_GLUE)
+    assert str(info.value) == "invalid magic byte 0x00, expected 0x03 (message 0, byte 0)"
+
+
+def test_glue_decompression_errors(backend):
+    bad = GLUE_ZLIB_HEADER + b"not zlib at all"
+    truncated = GLUE_ZLIB_HEADER + HELLO10_ZLIB[:-3]
+    for message, reason in ((bad, "zlib: Error -3"), (truncated, "truncated")):
+        with pytest.raises(errors.WireFormatError) as info:
+            wire.unframe([GLUE_HEADER, message], wire.AWS_GLUE)
+        exc = info.value
+        assert (exc.code, exc.index, exc.offset) == (ErrorCode.WIRE_DECOMPRESSION_FAILED, 1, 18)
+        assert str(exc).startswith("AWS_GLUE payload does not decompress: ") and reason in str(exc)
+    small = dataclasses.replace(wire.AWS_GLUE, max_inflated=49)
+    with pytest.raises(errors.WireFormatError, match="more than max_inflated=49 bytes") as info:
+        small.unpack(GLUE_ZLIB_HEADER + HELLO10_ZLIB)
+    assert info.value.code == ErrorCode.WIRE_DECOMPRESSION_FAILED
+    assert bytes(dataclasses.replace(wire.AWS_GLUE, max_inflated=50).unpack(GLUE_ZLIB_HEADER + HELLO10_ZLIB)[1]) == (
+        HELLO10
+    )
+
+
+def test_glue_first_bad_message_wins(backend):
+    bad_body = GLUE_ZLIB_HEADER + b"\x00\x01"
+    bad_prefix = h("03 09") + bytes(16)
+    with pytest.raises(errors.WireFormatError) as info:
+        wire.unframe([GLUE_HEADER, bad_body, bad_prefix], wire.AWS_GLUE)
+    assert (info.value.index, info.value.code) == (1, ErrorCode.WIRE_DECOMPRESSION_FAILED)
+    with pytest.raises(errors.WireFormatError) as info:
+        wire.unframe([bad_prefix, bad_body], wire.AWS_GLUE)
+    assert (info.value.index, info.value.code) == (0, ErrorCode.WIRE_UNKNOWN_COMPRESSION)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.binary(max_size=60)), max_size=20),
+    st.lists(st.booleans(), min_size=20, max_size=20),
+    st.lists(st.uuids(), min_size=20, max_size=20),
+)
+def test_glue_round_trip_on_both_twins(payloads, compressed, ids):
+    from pulsar_codec._kernels import _backend
+
+    ids = ids[: len(payloads)]
+    expected = [None if p is None else i.bytes for p, i in zip(payloads, ids)]
+    outcomes = []
+    for name in ("python", "cython") if _backend.compiled_available() else ("python",):
+        with _backend.use(name):
+            plain = wire.frame(payloads, ids, wire.AWS_GLUE).to_pylist()
+            packed = wire.frame(payloads, ids, wire.AWS_GLUE, compression="zlib").to_pylist()
+            messages = [z if c else p for p, z, c in zip(plain, packed, compressed)]
+            framed = wire.unframe(messages, wire.AWS_GLUE)
+            framed.payloads.validate(full=True)
+            assert framed.payloads.to_pylist() == payloads
+            assert framed.schema_ids.to_pylist() == expected
+            outcomes.append((messages, framed.protocols.to_pylist()))
+    assert all(o == outcomes[0] for o in outcomes)
+
+
+# -- AWS Glue through pc.decode ------------------------------------------------------------------
+
+GLUE_SCHEMA = {"type": "record", "name": "User", "fields": [{"name": "id", "type": "int"}]}
+
+
+def _glue_user(i: int, compression: str | None = None) -> bytes:
+    from test_avro_support import encode
+
+    return wire.AWS_GLUE.pack(GLUE_ID, encode(GLUE_SCHEMA, [{"id": i}])[0], compression=compression)
+
+
+def test_glue_decode_end_to_end(backend):
+    import pulsar_codec as pc
+
+    messages = [_glue_user(1), _glue_user(2, "zlib"), None, _glue_user(3)]
+    asked = []
+
+    class Client:
+        def get_schema(self, schema_id):
+            asked.append(schema_id)
+            return GLUE_SCHEMA if schema_id == GLUE_ID else None
+
+    batch = pc.decode(messages, Client(), protocol=wire.AWS_GLUE)
+    assert batch.column("id").to_pylist() == [1, 2, None, 3]
+    assert asked == [GLUE_ID]
+    # a Mapping keyed by the UUID's canonical text works too; so does the single-id fast path
+    assert pc.decode([_glue_user(5), _glue_user(6)], {str(GLUE_ID): GLUE_SCHEMA}, protocol="aws-glue").column(
+        "id"
+    ).to_pylist() == [5, 6]
+
+
+def test_glue_decode_keeps_going_past_a_bad_body(backend):
+    import pulsar_codec as pc
+
+    bad = GLUE_ZLIB_HEADER + b"garbage"
+    messages = [_glue_user(1, "zlib"), bad, _glue_user(3), h("03 07") + bytes(16)]
+    with pytest.raises(errors.WireFormatError) as info:
+        pc.decode(messages, {GLUE_ID: GLUE_SCHEMA}, protocol=wire.AWS_GLUE)
+    assert (info.value.index, info.value.code) == (1, ErrorCode.WIRE_DECOMPRESSION_FAILED)
+    batch, errs = pc.decode(messages, {GLUE_ID: GLUE_SCHEMA}, protocol=wire.AWS_GLUE, on_error="null")
+    assert batch.column("id").to_pylist() == [1, None, 3, None]
+    assert errs.column("index").to_pylist() == [1, 3]
+    assert errs.column("code").to_pylist() == [ErrorCode.WIRE_DECOMPRESSION_FAILED, ErrorCode.WIRE_UNKNOWN_COMPRESSION]
+    assert errs.column("offset").to_pylist() == [18, 1]
+    assert errs.column("message")[0].as_py().startswith("AWS_GLUE payload does not decompress: zlib: ")
+
+
+# -- PIP-420 ids in bulk: mixed shapes (regression: pyarrow's binary_slice failed on b"" next to FF) --
+
+
+def test_strip_pulsar_schema_ids_mixes_empty_and_lone_magic(backend):
+    ids, is_kv = wire.strip_pulsar_schema_ids([b"", h("FF")])
+    assert ids.to_pylist() == [None, b""]
+    assert is_kv.to_pylist() == [None, False]
+    ids, is_kv = wire.strip_pulsar_schema_ids(pa.chunked_array([[h("FE"), None], [b"", h("FF 01")]], pa.binary()))
+    assert ids.to_pylist() == [b"", None, None, h("01")]
+    assert is_kv.to_pylist() == [True, None, None, False]
+    assert wire.strip_pulsar_schema_ids([])[0].to_pylist() == []
+
+
+_ID_SHAPES = st.one_of(
+    st.none(),
+    st.just(b""),
+    st.sampled_from([h("FF"), h("FE")]),
+    st.tuples(st.sampled_from([b"\xff", b"\xfe", b"\x00", b"\x01"]), st.binary(max_size=12)).map(lambda t: t[0] + t[1]),
+    st.binary(max_size=6),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_ID_SHAPES, max_size=25), st.sampled_from([pa.binary(), pa.large_binary()]))
+def test_strip_pulsar_schema_ids_twins_agree_with_the_scalar_form(both_backends, values, typ):
+    from pulsar_codec._kernels import _backend
+
+    expected_ids = [wire.strip_pulsar_schema_id(v) if v else None for v in values]
+    expected_kv = [wire.is_keyvalue_schema_id(v) if v else None for v in values]
+    for backend in both_backends:
+        with _backend.use(backend.name):
+            ids, is_kv = wire.strip_pulsar_schema_ids(pa.array(values, typ))
+            ids.validate(full=True)
+            assert ids.type == pa.binary()
+            assert ids.to_pylist() == expected_ids
+            assert is_kv.to_pylist() == expected_kv

@@ -3,6 +3,7 @@
 Two paths: a batch with one schema id and valid fixed-size prefixes needs only the distinct ids
 (:func:`single_id`; the payload format then skips the prefix itself); anything else is unframed
 row by row (:func:`unframe_parts`), resuming after bad prefixes when asked to keep going.
+Compressed AWS Glue bodies are inflated before either path (:func:`inflate_chunks`).
 """
 
 from __future__ import annotations
@@ -11,16 +12,25 @@ import uuid
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from . import wire
 from ._arrow import Chunk
-from ._kernels import _backend
-from .errors import error_for, raise_for
+from ._glue import GLUE_PREFIX, GLUE_ZLIB, inflate
+from ._kernels import _backend, defs
+from .errors import ErrorCode, error_for, raise_for
 
-__all__ = ["PREFIX_SIZE", "registry_key", "row_keys", "single_id", "unframe_parts", "wide"]
+__all__ = ["PREFIX_SIZE", "inflate_chunks", "registry_key", "row_keys", "single_id", "unframe_parts", "wide"]
 
 # protocols whose prefix has one fixed size: the one-id fast path applies to them
-PREFIX_SIZE = {wire.CONFLUENT.kind: 5, wire.CONFLUENT_GUID.kind: 17, wire.APICURIO.kind: 9, wire.APICURIO_V3.kind: 5}
+PREFIX_SIZE = {
+    wire.CONFLUENT.kind: 5,
+    wire.CONFLUENT_GUID.kind: 17,
+    wire.APICURIO.kind: 9,
+    wire.APICURIO_V3.kind: 5,
+    wire.AWS_GLUE.kind: 18,
+}
+_GLUE_HEADER = defs.GLUE_HEADER_VERSION
 _GUID_KEY = np.dtype([("hi", "<u8"), ("lo", "<u8")])
 _HW_KEY = np.dtype([("meta", "u1"), ("id", "<i8"), ("version", "<i4")])
 # rows the wire kernel is first handed again after a bad prefix (see unframe_parts)
@@ -32,6 +42,103 @@ def wide(chunk: Chunk) -> Chunk:
     if chunk.offsets.dtype == np.int64:
         return chunk
     return Chunk(chunk.data, chunk.offsets.astype(np.int64), chunk.validity, chunk.row)
+
+
+def inflate_chunks(
+    chunks: list[Chunk], protocol: wire.Protocol, keep_going: bool, wire_errors: list[tuple[Any, ...]]
+) -> list[Chunk]:
+    """``chunks`` with every zlib-compressed AWS Glue message rewritten as its uncompressed form
+    (same header, compression byte ``00``, the inflated body) in a new data buffer, so the paths
+    after this one read plain prefixes; chunks without compressed messages are passed through.
+
+    A body that does not inflate (or inflates past ``protocol.max_inflated``) is a
+    ``WIRE_DECOMPRESSION_FAILED`` error at byte 18: raised when it is the batch's first bad
+    message, else (keep_going) its row turns null and the error is appended to ``wire_errors``.
+    Payload error offsets of an inflated message count inside its inflated body.
+    """
+    if not isinstance(protocol, wire.GlueProtocol):
+        return chunks
+    out = []
+    for k, chunk in enumerate(chunks):
+        rows = _compressed_rows(chunk)
+        if len(rows):
+            chunk = _inflated_chunk(chunks, k, rows, protocol, keep_going, wire_errors)
+        out.append(chunk)
+    return out
+
+
+def _compressed_rows(chunk: Chunk) -> np.ndarray:
+    """The rows of a chunk whose prefix is a whole AWS Glue header with the zlib compression byte."""
+    offs = np.asarray(chunk.offsets, dtype=np.int64)
+    if not len(chunk.data):
+        return np.zeros(0, dtype=np.int64)
+    buf = np.frombuffer(chunk.data, dtype=np.uint8)
+    last = len(buf) - 1
+    starts = offs[:-1]
+    whole = (offs[1:] - starts) >= GLUE_PREFIX
+    if chunk.validity is not None:
+        whole &= chunk.validity
+    head = buf[np.minimum(starts, last)]
+    compression = buf[np.minimum(starts + 1, last)]
+    return np.flatnonzero(whole & (head == _GLUE_HEADER) & (compression == GLUE_ZLIB))
+
+
+def _inflated_chunk(
+    chunks: list[Chunk],
+    k: int,
+    rows: np.ndarray,
+    protocol: wire.GlueProtocol,
+    keep_going: bool,
+    wire_errors: list[tuple[Any, ...]],
+) -> Chunk:
+    chunk = chunks[k]
+    offs = np.asarray(chunk.offsets, dtype=np.int64)
+    data = memoryview(chunk.data).cast("B")
+    valid = None if chunk.validity is None else chunk.validity.copy()
+    lengths = np.diff(offs)
+    pieces: list[Any] = []
+    copied = int(offs[0])  # data before this position is already in pieces
+    code = ErrorCode.WIRE_DECOMPRESSION_FAILED
+    for i in rows.tolist():
+        start, end = int(offs[i]), int(offs[i + 1])
+        body = inflate(data[start + GLUE_PREFIX : end], protocol.max_inflated)
+        if isinstance(body, str):
+            context = protocol.error_context(code)
+            if not keep_going:
+                _raise_earlier_prefix_error(chunks, k, i, protocol)
+                raise_for(code, chunk.row + i, GLUE_PREFIX, 0, reason=body, **context)
+            exc = error_for(code, chunk.row + i, GLUE_PREFIX, 0, reason=body, **context)
+            wire_errors.append((code, chunk.row + i, GLUE_PREFIX, 0, str(exc)))
+            if valid is None:
+                valid = np.ones(chunk.length, dtype=bool)
+            valid[i] = False
+            continue
+        pieces.append(data[copied:start])
+        pieces.append(bytes([_GLUE_HEADER, 0]))
+        pieces.append(data[start + 2 : start + GLUE_PREFIX])
+        pieces.append(body)
+        lengths[i] = GLUE_PREFIX + len(body)
+        copied = end
+    pieces.append(data[copied : int(offs[-1])])
+    new_offsets = np.zeros(chunk.length + 1, dtype=np.int64)
+    np.cumsum(lengths, out=new_offsets[1:])
+    return Chunk(pa.py_buffer(b"".join(pieces)), new_offsets, valid, chunk.row)
+
+
+def _raise_earlier_prefix_error(chunks: list[Chunk], k: int, i: int, protocol: wire.Protocol) -> None:
+    """Raise the first bad prefix before row ``i`` of chunk ``k``, if any: it is the batch's first error."""
+    kernels = _backend.active().wire
+    for j, c in enumerate(chunks[: k + 1]):
+        c = wide(c)
+        stop = i if j == k else c.length
+        if stop == 0:
+            continue
+        offsets = c.offsets[: stop + 1]
+        validity = None if c.validity is None else c.validity[:stop]
+        error = kernels.unframe(c.data, offsets, validity, protocol.kind, 0, False)[0]
+        if error is not None:
+            code, index, offset, detail = error
+            raise_for(code, c.row + index, offset, detail, **protocol.error_context(code))
 
 
 def unframe_parts(chunk: Chunk, protocol: wire.Protocol, keep_going: bool, wire_errors: list[tuple[Any, ...]]) -> Any:
@@ -72,8 +179,9 @@ def unframe_parts(chunk: Chunk, protocol: wire.Protocol, keep_going: bool, wire_
         ids[lo:stop] = result[1][: stop - lo]
         if guids is not None:
             guids[16 * lo : 16 * stop] = result[2][: 16 * (stop - lo)]
-        if versions is not None and protos is not None:
+        if versions is not None:
             versions[lo:stop] = result[3][: stop - lo]
+        if protos is not None:
             protos[lo:stop] = result[4][: stop - lo]
         starts[lo:stop] = result[5][: stop - lo]
         if error is None:
@@ -82,9 +190,10 @@ def unframe_parts(chunk: Chunk, protocol: wire.Protocol, keep_going: bool, wire_
             continue
         code, index, offset, detail = error
         row = chunk.row + lo + index
+        context = protocol.error_context(code)
         if not keep_going:
-            raise_for(code, row, offset, detail, expected=protocol.expected, protocol=protocol.name)
-        exc = error_for(code, row, offset, detail, expected=protocol.expected, protocol=protocol.name)
+            raise_for(code, row, offset, detail, **context)
+        exc = error_for(code, row, offset, detail, **context)
         wire_errors.append((code, row, offset, detail, str(exc)))
         valid[stop] = False
         starts[stop] = chunk.offsets[stop + 1]

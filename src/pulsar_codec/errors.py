@@ -29,6 +29,7 @@ __all__ = [
     "SchemaNotFoundError",
     "IncompatibleSchemaError",
     "RegistryError",
+    "RegistryUnreachableError",
     "ErrorCode",
     "raise_for",
     "error_for",
@@ -135,6 +136,14 @@ class RegistryError(PulsarCodecError):
         super().__init__(message)
         self.status = status
         self.error_code = error_code
+
+
+class RegistryUnreachableError(RegistryError):
+    """A schema registry could not be reached: connection refused or reset, DNS or TLS failure, a
+    timeout, or an unavailable answer (502, 503, 504) after the bounded retries.
+
+    A later retry may succeed, so callers treat it as transient (the CLI exits with code 5).
+    """
 
 
 class ErrorCode(enum.IntEnum):
@@ -250,7 +259,8 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
     ErrorCode.AVRO_LENGTH_PAST_END: (AvroDecodeError, "length {detail} runs past the end of the data"),
     ErrorCode.AVRO_BLOCK_COUNT_TOO_LARGE: (
         AvroDecodeError,
-        "block count {detail} exceeds what the remaining bytes can hold",
+        "block count {detail} is more items than the message can hold: more than its remaining bytes allow, "
+        "or past its limit of " + str(defs.ZERO_SIZE_ITEM_LIMIT) + " items that take no bytes",
     ),
     ErrorCode.AVRO_DECIMAL_OVERFLOW: (AvroDecodeError, "decimal of {detail} bytes does not fit its precision"),
     ErrorCode.AVRO_UNKNOWN_ENUM_SYMBOL: (

@@ -9,6 +9,14 @@ PIP-420 KeyValue schema id (``KeyValue.generateKVSchemaId``)
     ``len(key id) || key id || len(value id) || value id``. An absent id (None or empty) is length
     ``0``, not ``-1``; when both ids are absent there is no schema id at all (``None``). On the wire
     it sits behind the ``FE`` magic byte, see :func:`pulsar_codec.wire.pulsar_schema_id`.
+pulsar-rs (the Rust client) KeyValue schema id - not read here
+    pulsar-rs has no PIP-420 support on its default branch (streamnative/pulsar-rs at 95a0d73,
+    June 2026: only ``schema_version``). Its unmerged branch ``feat/external-schema-registry``
+    (PR #399, ``src/schema/schema_id_util.rs``, ``generate_kv_schema_id``) writes
+    ``FE || u32 BE len(key id) || key id || value id``: the value id is the rest, with no length,
+    unlike Java's. Its KeyValue payload (``src/schema/key_value.rs``) likewise has no value length.
+    Read as Java's layout, such an id usually fails (``KV_LENGTH_PAST_END``, ``KV_TRAILING_BYTES``),
+    but a value id that itself looks like ``i32 len || bytes`` (``00 00 00 00`` for one) is misread.
 SEPARATED
     the key travels in ``MessageMetadata.partition_key`` as standard Base64 with padding and
     ``partition_key_b64_encoded = true``; a null key sets ``null_partition_key``; the payload is

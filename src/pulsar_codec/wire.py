@@ -14,6 +14,23 @@ Protocols
                               ``value.schema.version.id`` holds exactly this prefix.
 ``APICURIO``                  Apicurio v2 default: ``00 || i64 BE globalId``
 ``APICURIO_V3``               Apicurio v3 default: ``00 || i32 BE contentId``
+``AWS_GLUE``                  AWS Glue Schema Registry: ``03 || compression || 16-byte schema version
+                              UUID || body``; compression ``00`` none, ``05`` zlib (the body is then
+                              a zlib stream, inflated on read into a new buffer, at most
+                              ``max_inflated`` bytes per message, 64 MiB by default)
+
+AWS Glue facts, from the serializer's source (github.com/awslabs/aws-glue-schema-registry):
+``AWSSchemaRegistryConstants`` sets the header version byte to 3, the compression byte to 5 (zlib)
+or 0 (none) and the UUID to 16 bytes (an 18-byte header). ``SerializationDataEncoder`` writes the
+UUID as its most then least significant 64 bits, big-endian (``ByteBuffer`` order), which is the
+UUID's canonical byte order. ``GlueSchemaRegistryCompressionHandler`` compresses with
+``java.util.zip.Deflater()`` and inflates with ``Inflater()``, both in their default wrapped mode:
+the body is a zlib stream (RFC 1950 header and Adler-32 trailer), not raw deflate.
+``GlueSchemaRegistryDeserializerDataParser`` refuses data under 18 bytes, another header version
+or another compression byte, and reads whatever follows the stream's end as nothing (Java's
+``Inflater`` stops at the end of the stream), as :func:`unframe` does here. The schema id is a
+``uuid.UUID`` (``fixed_size_binary(16)`` in bulk), as for ``CONFLUENT_GUID``: a registry Mapping
+may be keyed by the UUID or its canonical text.
 
 PIP-420 ``MessageMetadata.schema_id`` values carry a magic byte instead: ``FF || id`` for a value
 schema id and ``FE || kv id`` for a KeyValue schema id (:func:`pulsar_schema_id`,
@@ -27,6 +44,7 @@ whose data buffers are the input's own (only 16-byte views are new). Cast it wit
 from __future__ import annotations
 
 import uuid
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -37,6 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._arrow import Chunk, as_binary_array, binary_chunks, bool_mask, validity_buffer
+from ._glue import GLUE_PREFIX, GLUE_ZLIB, inflate_rows, point_at_inflated
 from ._kernels import _backend, defs
 from .errors import EncodeError, ErrorCode, raise_for
 
@@ -48,6 +67,7 @@ __all__ = [
     "ConfluentProtocol",
     "HortonworksProtocol",
     "ApicurioProtocol",
+    "GlueProtocol",
     "CONFLUENT",
     "CONFLUENT_PROTOBUF",
     "CONFLUENT_GUID",
@@ -55,6 +75,8 @@ __all__ = [
     "HORTONWORKS",
     "APICURIO",
     "APICURIO_V3",
+    "AWS_GLUE",
+    "DEFAULT_MAX_INFLATED",
     "PROTOCOLS",
     "protocol_by_name",
     "Framed",
@@ -119,11 +141,24 @@ class Protocol:
     name: str
     kind: int
     expected: str  # what a valid first byte looks like, for error messages
+    guid: bool = False  # schema ids are 16-byte GUIDs (uuid.UUID)
+    protobuf: bool = False  # a Protobuf message-index array follows the id
+
+    def error_context(self, code: int) -> dict[str, object]:
+        """The template words (``expected``, ``protocol``) of a wire error with status ``code``."""
+        return {"expected": self.expected, "protocol": self.name}
 
     # -- per message -------------------------------------------------------------------------
-    def pack(self, schema_id: Any, payload: bytes, *, message_indexes: Sequence[int] | None = None) -> bytes:
-        """Prefix one payload with ``schema_id``."""
-        framed = frame([bytes(payload)], [schema_id], self, message_indexes=message_indexes)
+    def pack(
+        self,
+        schema_id: Any,
+        payload: bytes,
+        *,
+        message_indexes: Sequence[int] | None = None,
+        compression: str | None = None,
+    ) -> bytes:
+        """Prefix one payload with ``schema_id`` (``compression`` as for :func:`frame`)."""
+        framed = frame([bytes(payload)], [schema_id], self, message_indexes=message_indexes, compression=compression)
         message: bytes = framed[0].as_py()
         return message
 
@@ -136,18 +171,20 @@ class Protocol:
         view = memoryview(message).cast("B")
         data = pa.py_buffer(view) if len(view) else pa.py_buffer(b"")
         chunk = Chunk(data=data, offsets=np.array([0, len(view)], dtype=np.int64), validity=None, row=0)
-        result = _run_unframe(chunk, self)
-        start = int(result[5][0])
-        return self._scalar_id(result, 0), view[start:]
+        result, inflated = _run_unframe(chunk, self)
+        if inflated:
+            return self._scalar_id(result, 0), memoryview(inflated[0])
+        return self._scalar_id(result, 0), view[int(result[5][0]) :]
 
     def unpack_indexes(self, message: bytes | bytearray | memoryview) -> tuple[Any, list[int], memoryview]:
         """Like :meth:`unpack`, also returning the Protobuf message-index path (``[]`` if none)."""
         view = memoryview(message).cast("B")
         data = pa.py_buffer(view) if len(view) else pa.py_buffer(b"")
         chunk = Chunk(data=data, offsets=np.array([0, len(view)], dtype=np.int64), validity=None, row=0)
-        result = _run_unframe(chunk, self)
+        result, inflated = _run_unframe(chunk, self)
         indexes = [] if result[7] is None else [int(v) for v in result[7]]
-        return self._scalar_id(result, 0), indexes, view[int(result[5][0]) :]
+        body = memoryview(inflated[0]) if inflated else view[int(result[5][0]) :]
+        return self._scalar_id(result, 0), indexes, body
 
     def _scalar_id(self, result: UnframeResult, i: int) -> Any:
         return int(result[1][i])
@@ -162,8 +199,7 @@ class Protocol:
 
 @dataclass(frozen=True, repr=False)
 class ConfluentProtocol(Protocol):
-    guid: bool = False
-    protobuf: bool = False
+    """Confluent's prefixes: ``00`` + 4-byte id or ``01`` + GUID, each optionally with Protobuf indexes."""
 
     def _scalar_id(self, result: UnframeResult, i: int) -> Any:
         if self.guid:
@@ -180,6 +216,8 @@ class ConfluentProtocol(Protocol):
 
 @dataclass(frozen=True, repr=False)
 class HortonworksProtocol(Protocol):
+    """Hortonworks / Cloudera schema registry prefixes (protocol byte 0 to 4)."""
+
     def _scalar_id(self, result: UnframeResult, i: int) -> Any:
         protocols, versions = result[4], result[3]
         if protocols is not None and versions is not None and protocols[i] == 1:
@@ -193,11 +231,48 @@ class HortonworksProtocol(Protocol):
 
 @dataclass(frozen=True, repr=False)
 class ApicurioProtocol(Protocol):
+    """Apicurio's default prefixes: ``00`` + 8-byte globalId (v2) or 4-byte contentId (v3)."""
+
     id_bytes: int = 8
 
     def _check_ids(self, ids: np.ndarray) -> None:
         if self.id_bytes == 4 and len(ids) and (ids.min() < -(2**31) or ids.max() > 2**31 - 1):
             raise EncodeError(f"id does not fit the 4-byte {self.name} prefix")
+
+
+DEFAULT_MAX_INFLATED = 64 * 1024 * 1024
+"""Default bound of one inflated AWS Glue body (64 MiB): a larger one is a decompression error."""
+
+_GLUE_COMPRESSIONS = {None: None, "none": None, "zlib": "zlib"}
+
+
+@dataclass(frozen=True, repr=False)
+class GlueProtocol(Protocol):
+    """The AWS Glue Schema Registry prefix (``wire.AWS_GLUE``; facts and sources in the module docs).
+
+    ``max_inflated`` bounds the inflated size of one zlib-compressed body; a larger body is a
+    :class:`~pulsar_codec.errors.WireFormatError` (``WIRE_DECOMPRESSION_FAILED``). Raise or lower
+    it with ``dataclasses.replace(wire.AWS_GLUE, max_inflated=...)`` and pass that protocol to
+    :func:`unframe` or :func:`pulsar_codec.decode`.
+    """
+
+    guid: bool = True
+    max_inflated: int = DEFAULT_MAX_INFLATED
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_inflated, int) or isinstance(self.max_inflated, bool) or self.max_inflated < 0:
+            raise ValueError(f"max_inflated must be a non-negative int, got {self.max_inflated!r}")
+
+    def error_context(self, code: int) -> dict[str, object]:
+        """The template words of a wire error: the compression error names the valid bytes."""
+        if code == ErrorCode.WIRE_UNKNOWN_COMPRESSION:
+            return {"expected": "0x00 (none) or 0x05 (zlib)", "protocol": self.name}
+        return super().error_context(code)
+
+    def _scalar_id(self, result: UnframeResult, i: int) -> Any:
+        guids = result[2]
+        assert guids is not None  # the Glue kind always returns them
+        return uuid.UUID(bytes=bytes(guids[16 * i : 16 * i + 16]))
 
 
 CONFLUENT = ConfluentProtocol("CONFLUENT", defs.KIND_CONFLUENT, "0x00")
@@ -209,6 +284,7 @@ CONFLUENT_GUID_PROTOBUF = ConfluentProtocol(
 HORTONWORKS = HortonworksProtocol("HORTONWORKS", defs.KIND_HORTONWORKS, "0x00 to 0x04")
 APICURIO = ApicurioProtocol("APICURIO", defs.KIND_APICURIO, "0x00", id_bytes=8)
 APICURIO_V3 = ApicurioProtocol("APICURIO_V3", defs.KIND_APICURIO_V3, "0x00", id_bytes=4)
+AWS_GLUE = GlueProtocol("AWS_GLUE", defs.KIND_AWS_GLUE, "0x03")
 
 PROTOCOLS = {
     p.name: p
@@ -220,6 +296,7 @@ PROTOCOLS = {
         HORTONWORKS,
         APICURIO,
         APICURIO_V3,
+        AWS_GLUE,
     )
 }
 
@@ -235,15 +312,25 @@ def protocol_by_name(name: str | Protocol) -> Protocol:
         raise ValueError(f"unknown protocol {name!r}; known: {', '.join(sorted(PROTOCOLS))}") from None
 
 
-def _run_unframe(chunk: Chunk, protocol: Protocol, buffer_index: int = 0) -> UnframeResult:
+def _run_unframe(chunk: Chunk, protocol: Protocol, buffer_index: int = 0) -> tuple[UnframeResult, dict[int, bytes]]:
+    """The kernel's result for one chunk and the inflated AWS Glue bodies by row; raises the first error."""
     result: UnframeResult = _backend.active().wire.unframe(
         chunk.data, chunk.offsets, chunk.validity, protocol.kind, buffer_index
     )
     error = result[0]
+    inflated: dict[int, bytes] = {}
+    if isinstance(protocol, GlueProtocol):
+        # the rows before a bad prefix are inflated first: a bad body there is the first error
+        stop = chunk.length if error is None else error[1]
+        inflated, failure = inflate_rows(chunk, result[4], result[5], stop, protocol.max_inflated)
+        if failure is not None:
+            failed = ErrorCode.WIRE_DECOMPRESSION_FAILED
+            context = protocol.error_context(failed)
+            raise_for(failed, chunk.row + failure[0], GLUE_PREFIX, 0, reason=failure[1], **context)
     if error is not None:
         code, index, offset, detail = error
-        raise_for(code, chunk.row + index, offset, detail, expected=protocol.expected, protocol=protocol.name)
-    return result
+        raise_for(code, chunk.row + index, offset, detail, **protocol.error_context(code))
+    return result, inflated
 
 
 @dataclass
@@ -253,7 +340,7 @@ class Framed:
     Attributes
     ----------
     schema_ids : pa.Array
-        int64 ids; ``fixed_size_binary(16)`` GUIDs for the GUID protocols; for Hortonworks batches
+        int64 ids; ``fixed_size_binary(16)`` GUIDs for the GUID protocols and AWS Glue; for Hortonworks batches
         that contain protocol-1 messages a struct ``{metadata_id, version, version_id}`` (the first
         two set for protocol 1, the last for the others). Null where the message is null.
     payloads : pa.Array
@@ -261,8 +348,9 @@ class Framed:
     message_indexes : pa.Array or None
         ``list<int64>`` Protobuf message-index paths (Protobuf protocols only).
     protocols : pa.Array or None
-        ``uint8`` protocol byte of each message (Hortonworks only; it decides how the payload of a
-        primitive schema is written).
+        ``uint8`` protocol byte of each message (Hortonworks: it decides how the payload of a
+        primitive schema is written) or compression byte (AWS Glue: ``0`` none, ``5`` zlib);
+        None for the other protocols.
     """
 
     schema_ids: pa.Array
@@ -293,13 +381,18 @@ def unframe(messages: Any, protocol: Protocol | str = CONFLUENT) -> Framed:
     protocol : Protocol or str
         One of the protocol constants of this module.
 
+    AWS Glue bodies compressed with zlib are inflated into new buffers (the payload views of those
+    rows point there; every other payload stays zero copy).
+
     Raises
     ------
     WireFormatError
-        For the first malformed message, with its index and byte offset.
+        For the first malformed message, with its index and byte offset (for an AWS Glue body that
+        does not inflate, or inflates past ``max_inflated``: byte 18, where the body starts).
     """
     protocol = protocol_by_name(protocol)
     chunks, total = binary_chunks(messages)
+    inflated_buffers: list[bytearray] = []
     # the parts a protocol has (the others stay empty: the kernel returns None for them)
     ids_parts: list[npt.NDArray[Any]] = []
     guid_parts: list[npt.NDArray[Any]] = []
@@ -310,7 +403,10 @@ def unframe(messages: Any, protocol: Protocol | str = CONFLUENT) -> Framed:
     value_parts: list[npt.NDArray[Any]] = []
     slices: list[tuple[Chunk, npt.NDArray[Any]]] = []
     for k, chunk in enumerate(chunks):
-        _, ids, guids, versions, protos, starts, counts, values, views = _run_unframe(chunk, protocol, k)
+        result, inflated = _run_unframe(chunk, protocol, k)
+        _, ids, guids, versions, protos, starts, counts, values, views = result
+        if inflated and views is not None:
+            views = point_at_inflated(views, inflated, inflated_buffers, len(chunks))
         ids_parts.append(ids)
         for part, parts in (
             (guids, guid_parts),
@@ -328,17 +424,21 @@ def unframe(messages: Any, protocol: Protocol | str = CONFLUENT) -> Framed:
     null_count = 0 if mask is None else int(total - mask.sum())
     ids = _joined(ids_parts, np.int64)
     views = _joined(view_parts, np.uint8)
+    data_buffers = [c.data for c in chunks] + [pa.py_buffer(bytes(b)) for b in inflated_buffers]
     payloads = pa.Array.from_buffers(
-        pa.binary_view(), total, [validity, pa.py_buffer(views)] + [c.data for c in chunks], null_count=null_count
+        pa.binary_view(), total, [validity, pa.py_buffer(views)] + data_buffers, null_count=null_count
     )
 
-    if isinstance(protocol, ConfluentProtocol) and protocol.guid:
+    if protocol.guid:
         guids = _joined(guid_parts, np.uint8)
         schema_ids = pa.Array.from_buffers(pa.binary(16), total, [validity, pa.py_buffer(guids)], null_count=null_count)
     else:
         schema_ids = pa.Array.from_buffers(pa.int64(), total, [validity, pa.py_buffer(ids)], null_count=null_count)
 
     protocols = None
+    if isinstance(protocol, GlueProtocol):
+        protos = _joined(proto_parts, np.uint8)
+        protocols = pa.Array.from_buffers(pa.uint8(), total, [validity, pa.py_buffer(protos)], null_count=null_count)
     if isinstance(protocol, HortonworksProtocol):
         protos = _joined(proto_parts, np.uint8)
         protocols = pa.Array.from_buffers(pa.uint8(), total, [validity, pa.py_buffer(protos)], null_count=null_count)
@@ -359,7 +459,7 @@ def unframe(messages: Any, protocol: Protocol | str = CONFLUENT) -> Framed:
             )
 
     message_indexes = None
-    if isinstance(protocol, ConfluentProtocol) and protocol.protobuf:
+    if protocol.protobuf:
         counts = _joined(count_parts, np.int32)
         values = _joined(value_parts, np.int64)
         list_offsets = np.zeros(total + 1, dtype=np.int32)
@@ -376,9 +476,9 @@ def unframe(messages: Any, protocol: Protocol | str = CONFLUENT) -> Framed:
 
 def _ids_for(schema_ids: Any, n: int, protocol: Protocol, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """Normalise schema ids to int64[n] (and uint8[16n] GUIDs); checks nulls and ranges."""
-    guid = isinstance(protocol, ConfluentProtocol) and protocol.guid
+    guid = protocol.guid
     if guid:
-        if isinstance(schema_ids, (uuid.UUID, str, bytes)):
+        if isinstance(schema_ids, (uuid.UUID, str, bytes, int, np.integer)):  # one id (an int is refused)
             one = _guid_bytes(schema_ids)
             return np.zeros(n, dtype=np.int64), np.frombuffer(one * n, dtype=np.uint8)
         values = schema_ids.to_pylist() if isinstance(schema_ids, (pa.Array, pa.ChunkedArray)) else list(schema_ids)
@@ -438,22 +538,32 @@ def frame(
     protocol: Protocol | str = CONFLUENT,
     *,
     message_indexes: Sequence[int] | None = None,
+    compression: str | None = None,
 ) -> pa.Array:
     """Prefix every payload with its schema id; the reverse of :func:`unframe`.
 
     ``schema_ids`` is one id for all messages or one per message (ints; ``uuid.UUID``, GUID text or
-    16 bytes for the GUID protocols). ``message_indexes`` is the Protobuf message-index path shared
-    by all messages (Protobuf protocols only; default ``[0]``). Null payloads stay null. Returns a
-    ``binary`` array (``large_binary`` when the output passes 2 GiB).
+    16 bytes for the GUID protocols and AWS Glue). ``message_indexes`` is the Protobuf message-index
+    path shared by all messages (Protobuf protocols only; default ``[0]``). ``compression`` (AWS
+    Glue only): None or ``"none"`` writes compression byte ``00`` and the payload as it is,
+    ``"zlib"`` byte ``05`` and the payload as a zlib stream (compressed row by row in Python).
+    Null payloads stay null. Returns a ``binary`` array (``large_binary`` when the output passes 2 GiB).
     """
     protocol = protocol_by_name(protocol)
+    if compression not in _GLUE_COMPRESSIONS:
+        raise EncodeError(f"unknown compression {compression!r}; known: none, zlib")
+    zlib_bodies = _GLUE_COMPRESSIONS[compression] == "zlib"
+    if zlib_bodies and not isinstance(protocol, GlueProtocol):
+        raise EncodeError(f"{protocol.name} has no compression byte")
     arr = as_binary_array(payloads)
+    if zlib_bodies:
+        arr = pa.array([None if v is None else zlib.compress(v) for v in arr.to_pylist()], pa.large_binary())
     n = len(arr)
     chunks, _ = binary_chunks(arr)
     mask = bool_mask(chunks, n)
     valid = np.ones(n, dtype=bool) if mask is None else mask
     ids, guids = _ids_for(schema_ids, n, protocol, valid)
-    protobuf = isinstance(protocol, ConfluentProtocol) and protocol.protobuf
+    protobuf = protocol.protobuf
     if message_indexes is not None and not protobuf:
         raise EncodeError(f"{protocol.name} has no message-index array")
     suffix = encode_message_indexes(message_indexes) if protobuf else b""
@@ -474,6 +584,9 @@ def frame(
             chunk.offsets,
             chunk.validity,
         )
+        if zlib_bodies:  # the kernel writes compression byte 00: mark the compressed rows
+            data = np.array(data, dtype=np.uint8, copy=True)
+            data[offs[:-1][valid[rows]] + 1] = GLUE_ZLIB
         datas.append(data)
         offsets_parts.append(offs[1:] + base if offsets_parts else offs + base)
         base += int(offs[-1])
@@ -518,15 +631,35 @@ def is_keyvalue_schema_id(metadata_schema_id: bytes | None) -> bool:
 def strip_pulsar_schema_ids(metadata_schema_ids: Any) -> tuple[pa.Array, pa.Array]:
     """Bulk :func:`strip_pulsar_schema_id`: returns ``(ids: binary, is_keyvalue: bool)``.
 
-    Null or empty input ids give null in both outputs.
+    Null or empty input ids give null in both outputs; a lone magic byte gives an empty id.
     """
-    arr = as_binary_array(metadata_schema_ids).cast(pa.large_binary())
-    empty = pc.equal(pc.binary_length(arr), 0)
-    arr = pc.if_else(empty, pa.scalar(None, pa.large_binary()), arr)
-    first = pc.binary_slice(arr, 0, 1)
-    is_kv = pc.equal(first, pa.scalar(b"\xfe", pa.large_binary()))
-    magic = pc.or_(pc.equal(first, pa.scalar(b"\xff", pa.large_binary())), is_kv)
-    stripped = pc.if_else(magic, pc.binary_slice(arr, 1), arr)
+    # numpy over the offsets (pyarrow's binary_slice fails on some mixes of empty and short ids)
+    chunks, total = binary_chunks(metadata_schema_ids)
+    views: list[npt.NDArray[Any]] = []
+    keyvalue: list[npt.NDArray[Any]] = []
+    present: list[npt.NDArray[Any]] = []
+    for k, chunk in enumerate(chunks):
+        offs = chunk.offsets
+        starts, ends = offs[:-1], offs[1:]
+        valid = ends > starts
+        if chunk.validity is not None:
+            valid &= chunk.validity
+        buf = np.frombuffer(chunk.data, dtype=np.uint8) if len(chunk.data) else np.zeros(1, dtype=np.uint8)
+        first = np.where(valid, buf[np.minimum(starts, len(buf) - 1)], 0)
+        magic = valid & ((first == _MAGIC_VALUE) | (first == _MAGIC_KEYVALUE))
+        views.append(_backend.active().wire.binary_views(chunk.data, starts + magic, ends, valid, k))
+        keyvalue.append(valid & (first == _MAGIC_KEYVALUE))
+        present.append(valid)
+    valid_all = _joined(present, np.bool_)
+    null_count = int(total - valid_all.sum())
+    validity = validity_buffer(None if null_count == 0 else valid_all)
+    stripped = pa.Array.from_buffers(
+        pa.binary_view(),
+        total,
+        [validity, pa.py_buffer(_joined(views, np.uint8))] + [c.data for c in chunks],
+        null_count=null_count,
+    )
+    is_kv = pa.array(_joined(keyvalue, np.bool_), pa.bool_(), mask=~valid_all)
     return stripped.cast(pa.binary()), is_kv
 
 

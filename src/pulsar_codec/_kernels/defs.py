@@ -65,6 +65,11 @@ __all__ = [
     "KIND_HORTONWORKS",
     "KIND_APICURIO",
     "KIND_APICURIO_V3",
+    "KIND_AWS_GLUE",
+    "GLUE_HEADER_VERSION",
+    "GLUE_NO_COMPRESSION",
+    "GLUE_ZLIB",
+    "GLUE_PREFIX_SIZE",
     "MAX_INDEXES",
     # KeyValue layouts
     "MODE_INLINE",
@@ -224,6 +229,12 @@ KIND_CONFLUENT_GUID_PROTOBUF: Final = 4
 KIND_HORTONWORKS: Final = 5
 KIND_APICURIO: Final = 6
 KIND_APICURIO_V3: Final = 7
+KIND_AWS_GLUE: Final = 8
+# AWS Glue prefix: header version, compression byte (none / zlib), 16-byte UUID; body at byte 18
+GLUE_HEADER_VERSION: Final = 3
+GLUE_NO_COMPRESSION: Final = 0
+GLUE_ZLIB: Final = 5
+GLUE_PREFIX_SIZE: Final = 18
 # longest Protobuf message-index array a prefix may declare (and the encoder may write)
 MAX_INDEXES: Final = 100_000
 

@@ -6,6 +6,7 @@ tests/test_backend.py checks at run time that both export the same names and sig
 
 from .wire_py import KIND_APICURIO as KIND_APICURIO
 from .wire_py import KIND_APICURIO_V3 as KIND_APICURIO_V3
+from .wire_py import KIND_AWS_GLUE as KIND_AWS_GLUE
 from .wire_py import KIND_CONFLUENT as KIND_CONFLUENT
 from .wire_py import KIND_CONFLUENT_GUID as KIND_CONFLUENT_GUID
 from .wire_py import KIND_CONFLUENT_GUID_PROTOBUF as KIND_CONFLUENT_GUID_PROTOBUF
@@ -24,6 +25,7 @@ __all__ = [
     "KIND_HORTONWORKS",
     "KIND_APICURIO",
     "KIND_APICURIO_V3",
+    "KIND_AWS_GLUE",
     "unframe",
     "frame",
     "binary_views",

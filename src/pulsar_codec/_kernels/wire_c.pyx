@@ -23,8 +23,7 @@ cdef extern from "pc_bytes.h":
     int pc_read_zigzag(const uint8_t *buf, int64_t *pos, int64_t end, int64_t *out) nogil
 
 __all__ = ["KIND_CONFLUENT", "KIND_CONFLUENT_PROTOBUF", "KIND_CONFLUENT_GUID", "KIND_CONFLUENT_GUID_PROTOBUF",
-           "KIND_HORTONWORKS", "KIND_APICURIO", "KIND_APICURIO_V3", "unframe", "frame", "binary_views",
-           "distinct_ids"]
+           "KIND_HORTONWORKS", "KIND_APICURIO", "KIND_APICURIO_V3", "KIND_AWS_GLUE", "unframe", "frame", "binary_views", "distinct_ids"]
 
 # the protocol kinds as Python ints, from the C header (the pure twin exports defs.py's)
 KIND_CONFLUENT = defs.KIND_CONFLUENT
@@ -34,6 +33,8 @@ KIND_CONFLUENT_GUID_PROTOBUF = defs.KIND_CONFLUENT_GUID_PROTOBUF
 KIND_HORTONWORKS = defs.KIND_HORTONWORKS
 KIND_APICURIO = defs.KIND_APICURIO
 KIND_APICURIO_V3 = defs.KIND_APICURIO_V3
+KIND_AWS_GLUE = defs.KIND_AWS_GLUE
+
 
 
 cdef int grow(int64_t **values, int64_t *capacity, int64_t need) noexcept nogil:
@@ -97,6 +98,20 @@ cdef int unframe_loop(const uint8_t *buf, const int64_t *offs, const uint8_t *va
                 starts[i] = start + 13
             else:
                 return pc_fail(err, defs.WIRE_UNKNOWN_PROTOCOL, i, 0, first)
+            if views != NULL:
+                pc_write_view(views + 16 * i, buf, starts[i], <int32_t> (end - starts[i]), buffer_index)
+            continue
+        if kind == defs.KIND_AWS_GLUE:
+            if first != defs.GLUE_HEADER_VERSION:
+                return pc_fail(err, defs.WIRE_BAD_MAGIC, i, 0, first)
+            if size < defs.GLUE_PREFIX_SIZE:
+                return pc_fail(err, defs.WIRE_SHORT_PREFIX, i, size, size)
+            if buf[start + 1] != defs.GLUE_NO_COMPRESSION and buf[start + 1] != defs.GLUE_ZLIB:
+                return pc_fail(err, defs.WIRE_UNKNOWN_COMPRESSION, i, 1, buf[start + 1])
+            protocols[i] = buf[start + 1]
+            memcpy(guids + 16 * i, buf + start + 2, 16)
+            ids[i] = 0
+            starts[i] = start + defs.GLUE_PREFIX_SIZE
             if views != NULL:
                 pc_write_view(views + 16 * i, buf, starts[i], <int32_t> (end - starts[i]), buffer_index)
             continue
@@ -181,14 +196,15 @@ def unframe(data, offsets, validity, int kind, int32_t buffer_index, views=True)
     if validity is not None:
         valid_view = np.ascontiguousarray(validity, dtype=np.uint8)
         valid = &valid_view[0] if n > 0 else NULL
-    guid = kind in (KIND_CONFLUENT_GUID, KIND_CONFLUENT_GUID_PROTOBUF)
+    glue = kind == KIND_AWS_GLUE
+    guid = glue or kind in (KIND_CONFLUENT_GUID, KIND_CONFLUENT_GUID_PROTOBUF)
     protobuf = kind in (KIND_CONFLUENT_PROTOBUF, KIND_CONFLUENT_GUID_PROTOBUF)
     hortonworks = kind == KIND_HORTONWORKS
     ids_arr = np.empty(n, dtype=np.int64)
     starts_arr = np.empty(n, dtype=np.int64)
     guids_arr = np.zeros(16 * n if guid else 1, dtype=np.uint8)
     versions_arr = np.zeros(n if hortonworks else 1, dtype=np.int32)
-    protocols_arr = np.zeros(n if hortonworks else 1, dtype=np.uint8)
+    protocols_arr = np.zeros(n if (hortonworks or glue) else 1, dtype=np.uint8)
     counts_arr = np.zeros(n if protobuf else 1, dtype=np.int32)
     want_views = bool(views)
     views_arr = np.empty(16 * n if (n and want_views) else 1, dtype=np.uint8)
@@ -228,7 +244,7 @@ def unframe(data, offsets, validity, int kind, int32_t buffer_index, views=True)
         ids_arr,
         guids_arr if guid else None,
         versions_arr if hortonworks else None,
-        protocols_arr if hortonworks else None,
+        protocols_arr if (hortonworks or glue) else None,
         starts_arr,
         counts_arr if protobuf else None,
         values_arr,
@@ -293,6 +309,8 @@ def frame(int kind, ids, guids, bytes suffix, payload_data, payload_offsets, val
             total += 5
         elif kind == defs.KIND_CONFLUENT_GUID or kind == defs.KIND_CONFLUENT_GUID_PROTOBUF:
             total += 17
+        elif kind == defs.KIND_AWS_GLUE:
+            total += defs.GLUE_PREFIX_SIZE
         elif kind == defs.KIND_APICURIO:
             total += 9
         else:
@@ -315,6 +333,11 @@ def frame(int kind, ids, guids, bytes suffix, payload_data, payload_offsets, val
                     out[pos] = 1
                     memcpy(&out[pos + 1], &guid_view[16 * i], 16)
                     pos += 17
+                elif kind == defs.KIND_AWS_GLUE:
+                    out[pos] = defs.GLUE_HEADER_VERSION
+                    out[pos + 1] = defs.GLUE_NO_COMPRESSION
+                    memcpy(&out[pos + 2], &guid_view[16 * i], 16)
+                    pos += defs.GLUE_PREFIX_SIZE
                 elif kind == defs.KIND_APICURIO:
                     out[pos] = 0
                     pc_put_be64(&out[pos + 1], <uint64_t> sid)
@@ -345,9 +368,11 @@ cdef int distinct_loop(const uint8_t *buf, const int64_t *offs64, const int32_t 
     cdef int64_t i, j, start, end, size, sid = 0, need
     cdef uint8_t first, magic
     cdef int over = 0
-    cdef bint guid = kind == defs.KIND_CONFLUENT_GUID
-    need = 17 if guid else (9 if kind == defs.KIND_APICURIO else 5)
-    magic = 1 if guid else 0
+    cdef bint glue = kind == defs.KIND_AWS_GLUE
+    cdef bint guid = kind == defs.KIND_CONFLUENT_GUID or glue
+    cdef int64_t skip = 2 if glue else 1
+    need = defs.GLUE_PREFIX_SIZE if glue else (17 if guid else (9 if kind == defs.KIND_APICURIO else 5))
+    magic = defs.GLUE_HEADER_VERSION if glue else (1 if guid else 0)
     for i in range(n):
         if offs64 != NULL:
             start = offs64[i]
@@ -365,15 +390,21 @@ cdef int distinct_loop(const uint8_t *buf, const int64_t *offs64, const int32_t 
             return pc_fail(err, defs.WIRE_BAD_MAGIC, i, 0, first)
         if size < need:
             return pc_fail(err, defs.WIRE_SHORT_PREFIX, i, size, size)
+        if glue:
+            if buf[start + 1] != defs.GLUE_NO_COMPRESSION and buf[start + 1] != defs.GLUE_ZLIB:
+                return pc_fail(err, defs.WIRE_UNKNOWN_COMPRESSION, i, 1, buf[start + 1])
+            if buf[start + 1] == defs.GLUE_ZLIB:
+                over = -2  # a compressed body must be inflated first; the prefixes are still checked
+                continue
         if guid:
             for j in range(nfound[0]):
-                if memcmp(found_guids + 16 * j, buf + start + 1, 16) == 0:
+                if memcmp(found_guids + 16 * j, buf + start + skip, 16) == 0:
                     break
             else:
                 if nfound[0] == limit:
                     over = -2  # too many ids, but every prefix is still checked
                 else:
-                    memcpy(found_guids + 16 * nfound[0], buf + start + 1, 16)
+                    memcpy(found_guids + 16 * nfound[0], buf + start + skip, 16)
                     nfound[0] += 1
             continue
         if kind == defs.KIND_CONFLUENT:
@@ -399,7 +430,7 @@ def distinct_ids(data, offsets, validity, int kind, int64_t limit):
 
     twin: wire_py.distinct_ids
     """
-    if kind not in (KIND_CONFLUENT, KIND_CONFLUENT_GUID, KIND_APICURIO, KIND_APICURIO_V3):
+    if kind not in (KIND_CONFLUENT, KIND_CONFLUENT_GUID, KIND_APICURIO, KIND_APICURIO_V3, KIND_AWS_GLUE):
         raise ValueError(f"distinct_ids supports the fixed-size prefixes only, not kind {kind}")
     cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
     cdef const int64_t[::1] o64
@@ -438,6 +469,6 @@ def distinct_ids(data, offsets, validity, int kind, int64_t limit):
         return None, None
     if rc != 0:
         return (err.code, err.index, err.offset, err.detail), None
-    if kind == KIND_CONFLUENT_GUID:
+    if kind == KIND_CONFLUENT_GUID or kind == KIND_AWS_GLUE:
         return None, sorted(bytes(guids_arr[16 * j:16 * j + 16]) for j in range(nfound))
     return None, sorted(int(found_arr[j]) for j in range(nfound))

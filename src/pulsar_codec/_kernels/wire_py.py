@@ -14,8 +14,13 @@ import numpy as np
 
 from ._typing import AnyArray, ArrayLike, ByteData, Int32Array, Int64Array, KernelError, UInt8Array
 from .defs import (
+    GLUE_HEADER_VERSION,
+    GLUE_NO_COMPRESSION,
+    GLUE_PREFIX_SIZE,
+    GLUE_ZLIB,
     KIND_APICURIO,
     KIND_APICURIO_V3,
+    KIND_AWS_GLUE,
     KIND_CONFLUENT,
     KIND_CONFLUENT_GUID,
     KIND_CONFLUENT_GUID_PROTOBUF,
@@ -27,6 +32,7 @@ from .defs import (
     WIRE_INDEX_COUNT,
     WIRE_SHORT_PREFIX,
     WIRE_TRUNCATED_INDEXES,
+    WIRE_UNKNOWN_COMPRESSION,
     WIRE_UNKNOWN_PROTOCOL,
     WIRE_VARINT_TOO_LONG,
 )
@@ -39,6 +45,7 @@ __all__ = [
     "KIND_HORTONWORKS",
     "KIND_APICURIO",
     "KIND_APICURIO_V3",
+    "KIND_AWS_GLUE",
     "unframe",
     "frame",
     "binary_views",
@@ -113,7 +120,8 @@ def unframe(
     (error, ids, guids, versions, protocols, starts, index_counts, index_values, views)
         ``error`` is None or ``(code, index, offset, detail)``. ``ids`` int64[n] (integer ids, or
         the metadata id for Hortonworks protocol 1), ``guids`` uint8[16n] or None, ``versions``
-        int32[n] or None (Hortonworks protocol 1), ``protocols`` uint8[n] or None (Hortonworks),
+        int32[n] or None (Hortonworks protocol 1), ``protocols`` uint8[n] or None (the Hortonworks
+        protocol byte; the AWS Glue compression byte),
         ``starts`` int64[n] payload start offsets, ``index_counts`` int32[n] and ``index_values``
         int64[m] for the Protobuf variants, else None; ``views`` uint8[16n] Arrow binary views of
         the payloads (meaningful for the messages before the error, if any).
@@ -133,13 +141,14 @@ def _unframe_rows(
     valid = None if validity is None else np.asarray(validity).tolist()
     ids = [0] * n
     starts = [0] * n
-    guid = kind in (KIND_CONFLUENT_GUID, KIND_CONFLUENT_GUID_PROTOBUF)
+    glue = kind == KIND_AWS_GLUE
+    guid = glue or kind in (KIND_CONFLUENT_GUID, KIND_CONFLUENT_GUID_PROTOBUF)
     protobuf = kind in (KIND_CONFLUENT_PROTOBUF, KIND_CONFLUENT_GUID_PROTOBUF)
     hortonworks = kind == KIND_HORTONWORKS
     # filled only for the kinds that have them; the others return None in their place
     guids = bytearray(16 * n if guid else 0)
     versions = [0] * (n if hortonworks else 0)
-    protocols = bytearray(n if hortonworks else 0)
+    protocols = bytearray(n if hortonworks or glue else 0)
     counts = [0] * (n if protobuf else 0)
     values: list[int] = []
     error: KernelError | None = None
@@ -172,6 +181,21 @@ def _unframe_rows(
             else:
                 ids[i] = from_bytes(buf[start + 1 : start + 5], "big", signed=True)
             starts[i] = start + 1 + need
+            continue
+        if glue:
+            if first != GLUE_HEADER_VERSION:
+                error = (WIRE_BAD_MAGIC, i, 0, first)
+                break
+            if size < GLUE_PREFIX_SIZE:
+                error = (WIRE_SHORT_PREFIX, i, size, size)
+                break
+            compression = buf[start + 1]
+            if compression != GLUE_NO_COMPRESSION and compression != GLUE_ZLIB:
+                error = (WIRE_UNKNOWN_COMPRESSION, i, 1, compression)
+                break
+            protocols[i] = compression
+            guids[16 * i : 16 * i + 16] = buf[start + 2 : start + GLUE_PREFIX_SIZE]
+            starts[i] = start + GLUE_PREFIX_SIZE
             continue
         if kind == KIND_APICURIO:
             if first != 0:
@@ -244,7 +268,7 @@ def _unframe_rows(
         np.array(ids, dtype=np.int64),
         np.frombuffer(bytes(guids), dtype=np.uint8) if guid else None,
         np.array(versions, dtype=np.int32) if hortonworks else None,
-        np.frombuffer(bytes(protocols), dtype=np.uint8) if hortonworks else None,
+        np.frombuffer(bytes(protocols), dtype=np.uint8) if hortonworks or glue else None,
         starts_arr,
         np.array(counts, dtype=np.int32) if protobuf else None,
         np.array(values, dtype=np.int64) if protobuf else None,
@@ -265,7 +289,8 @@ def frame(
 ) -> tuple[UInt8Array, Int64Array]:
     """Write ``prefix(id) || suffix || payload`` for every message of one chunk.
 
-    ``ids`` int64[n] (range-checked by the caller), ``guids`` uint8[16n] for the GUID kinds,
+    ``ids`` int64[n] (range-checked by the caller), ``guids`` uint8[16n] for the GUID kinds and
+    AWS Glue (which writes compression byte 00: a caller that compresses sets it afterwards),
     ``suffix`` the pre-encoded Protobuf message-index array ('' otherwise). Null rows stay empty.
     Hortonworks writes protocol 3, or a protocol-2 frame for ids above 2**31 - 1.
     Returns (data: uint8 ndarray, offsets: int64 ndarray of n + 1 entries).
@@ -286,6 +311,9 @@ def frame(
                 out += sid.to_bytes(4, "big")
             elif kind == KIND_CONFLUENT_GUID or kind == KIND_CONFLUENT_GUID_PROTOBUF:
                 out += b"\x01"
+                out += guid_bytes[16 * i : 16 * i + 16]
+            elif kind == KIND_AWS_GLUE:
+                out += bytes((GLUE_HEADER_VERSION, GLUE_NO_COMPRESSION))
                 out += guid_bytes[16 * i : 16 * i + 16]
             elif kind == KIND_HORTONWORKS:
                 if sid > 0x7FFFFFFF:
@@ -343,6 +371,7 @@ _FIXED_PREFIX: dict[int, tuple[int, int]] = {
     KIND_CONFLUENT_GUID: (1, 17),
     KIND_APICURIO: (0, 9),
     KIND_APICURIO_V3: (0, 5),
+    KIND_AWS_GLUE: (GLUE_HEADER_VERSION, GLUE_PREFIX_SIZE),
 }
 
 
@@ -369,7 +398,17 @@ def _unframe_vectorised(
     valid = np.ones(n, dtype=bool) if validity is None else np.asarray(validity, dtype=bool)
     last = len(buf) - 1
     first = np.where(sizes > 0, buf[np.minimum(starts0, last)], 0).astype(np.int64)
-    if kind == KIND_HORTONWORKS:
+    compression = None
+    if kind == KIND_AWS_GLUE:
+        magic, width = _FIXED_PREFIX[kind]
+        wrong = valid & (sizes > 0) & (first != magic)
+        short = valid & (sizes > 0) & ~wrong & (sizes < width)
+        compression = np.where(sizes > 1, buf[np.minimum(starts0 + 1, last)], 0).astype(np.int64)
+        odd = valid & (sizes >= width) & ~wrong & (compression != GLUE_NO_COMPRESSION) & (compression != GLUE_ZLIB)
+        unknown = wrong
+        bad = valid & ((sizes == 0) | wrong | short | odd)
+        prefix = np.full(n, width, dtype=np.int64)
+    elif kind == KIND_HORTONWORKS:
         need = _HW_NEED[np.minimum(first, 5)]
         unknown = valid & (sizes > 0) & (need < 0)
         short = valid & (sizes > 0) & (need >= 0) & (sizes < 1 + need)
@@ -389,6 +428,8 @@ def _unframe_vectorised(
             error = (WIRE_EMPTY, i, 0, 0)
         elif unknown[i]:
             error = (WIRE_UNKNOWN_PROTOCOL if kind == KIND_HORTONWORKS else WIRE_BAD_MAGIC, i, 0, int(first[i]))
+        elif compression is not None and size >= GLUE_PREFIX_SIZE:
+            error = (WIRE_UNKNOWN_COMPRESSION, i, 1, int(compression[i]))
         else:
             error = (WIRE_SHORT_PREFIX, i, size, size)
         # like the compiled twin, the outputs still describe the rows before the bad one
@@ -398,8 +439,9 @@ def _unframe_vectorised(
         error = None
     # the id bytes of every row (rows shorter than the widest prefix read clipped garbage that
     # is never used: each row only takes the bytes its own prefix covers)
-    span = 16 if kind == KIND_CONFLUENT_GUID else 12
-    cols = buf[np.minimum(starts0[:, None] + 1 + np.arange(span), last)]
+    span = 16 if kind in (KIND_CONFLUENT_GUID, KIND_AWS_GLUE) else 12
+    skip = 2 if kind == KIND_AWS_GLUE else 1  # Glue: header version and compression bytes
+    cols = buf[np.minimum(starts0[:, None] + skip + np.arange(span), last)]
     guids = versions = protocols = None
     if kind == KIND_CONFLUENT:
         ids = _be_int(cols[:, :4], signed=False)
@@ -407,9 +449,11 @@ def _unframe_vectorised(
         ids = _be_int(cols[:, :4], signed=True)
     elif kind == KIND_APICURIO:
         ids = _be_int(cols[:, :8], signed=True)
-    elif kind == KIND_CONFLUENT_GUID:
+    elif kind == KIND_CONFLUENT_GUID or kind == KIND_AWS_GLUE:
         ids = np.zeros(n, dtype=np.int64)
         guids = np.where(valid[:, None], cols, 0).astype(np.uint8).reshape(-1)
+        if compression is not None:
+            protocols = np.where(valid, compression, 0).astype(np.uint8)
     else:  # Hortonworks
         wide = (first == 1) | (first == 2)
         ids = np.where(wide, _be_int(cols[:, :8], signed=True), _be_int(cols[:, :4], signed=True))
@@ -436,7 +480,7 @@ def distinct_ids(
     """Check the fixed-size prefixes of one chunk and collect its distinct schema ids.
 
     Only for the protocols whose prefix has one size (Confluent, Confluent GUID, Apicurio v2 and
-    v3): a caller that finds a single id can hand the payloads to the Avro kernel as "offsets +
+    v3, AWS Glue): a caller that finds a single id can hand the payloads to the Avro kernel as "offsets +
     prefix size", without per-message starts or ids.
 
     Returns
@@ -444,7 +488,7 @@ def distinct_ids(
     (error, ids)
         ``error`` as for :func:`unframe` (first bad message; ``ids`` is then None). Otherwise ``ids``
         is the sorted list of distinct ids (ints, or 16-byte ``bytes`` GUIDs), or None when there
-        are more than ``limit`` of them.
+        are more than ``limit`` of them or (AWS Glue) a payload is compressed.
     """
     if kind not in _FIXED_PREFIX:
         raise ValueError(f"distinct_ids supports the fixed-size prefixes only, not kind {kind}")
@@ -458,6 +502,11 @@ def distinct_ids(
     valid = np.ones(n, dtype=bool) if validity is None else np.asarray(validity, dtype=bool)
     first = np.where(sizes > 0, buf[np.minimum(starts, len(buf) - 1)], magic)
     bad = valid & ((sizes == 0) | (first != magic) | (sizes < need))
+    glue = kind == KIND_AWS_GLUE
+    compression = np.zeros(n, dtype=np.int64)
+    if glue:
+        compression = np.where(sizes >= need, buf[np.minimum(starts + 1, len(buf) - 1)], 0).astype(np.int64)
+        bad |= valid & ~bad & (compression != GLUE_NO_COMPRESSION) & (compression != GLUE_ZLIB)
     if bad.any():
         i = int(np.argmax(bad))
         size = int(sizes[i])
@@ -465,13 +514,18 @@ def distinct_ids(
             return (WIRE_EMPTY, i, 0, 0), None
         if int(first[i]) != magic:
             return (WIRE_BAD_MAGIC, i, 0, int(first[i])), None
-        return (WIRE_SHORT_PREFIX, i, size, size), None
+        if size < need:
+            return (WIRE_SHORT_PREFIX, i, size, size), None
+        return (WIRE_UNKNOWN_COMPRESSION, i, 1, int(compression[i])), None
+    if glue and (valid & (compression == GLUE_ZLIB)).any():
+        return None, None  # a compressed body must be inflated first
     rows = starts[valid]
-    width = need - 1
-    cols = buf[rows[:, None] + 1 + np.arange(width)]  # (m, width) id bytes
+    skip = 2 if glue else 1
+    width = need - skip
+    cols = buf[rows[:, None] + skip + np.arange(width)]  # (m, width) id bytes
     unique = np.unique(cols, axis=0) if len(cols) else cols
     keys: list[int] | list[bytes]
-    if kind == KIND_CONFLUENT_GUID:
+    if kind == KIND_CONFLUENT_GUID or glue:
         keys = sorted({bytes(r) for r in unique})
     else:
         signed = kind != KIND_CONFLUENT

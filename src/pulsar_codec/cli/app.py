@@ -10,14 +10,24 @@ prints quick throughput ratios. Exit codes: 0 done, 1 failed (bad data, incompat
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import re
 import shutil
 import sys
-from collections.abc import Sequence
+import time
+import traceback
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
+from . import _console
 from ._console import (
     EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_REGISTRY,
     EXIT_SCHEMA_MISSING,
@@ -26,11 +36,15 @@ from ._console import (
     UsageError,
     err,
     say,
+    summary,
 )
 from .bench_cmd import add_bench_parser
-from .registry_cmd import add_registry_options, add_registry_parser, open_registry, read_schema_arg
+from .registry_cmd import add_registry_options, add_registry_parser, open_registry, read_schema_arg, registry_password
 
 __all__ = ["build_parser", "main", "version_text"]
+
+#: the schemes ``pulsar.Client`` takes for a service URL
+SERVICE_URL_SCHEMES = ("pulsar", "pulsar+ssl", "http", "https")
 
 
 def version_text() -> str:
@@ -54,9 +68,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     elif engine == "spark" and not _java_available():
         err("the spark engine needs Java (java on PATH or JAVA_HOME); running the local engine")
         engine = "local"
-    result = demo.run(Path(args.output), args.rows, args.seed, engine, say, progress=not args.quiet)
-    # the demo plants corrupt messages: one that went unreported would be a failure of the demo itself
-    return EXIT_OK if result.errors > 0 and result.decoded + result.errors == result.rows else EXIT_FAILED
+    result = demo.run(Path(args.output), args.rows, args.seed, engine, say, progress=_console.verbosity() >= 0)
+    # the demo plants corrupt messages: one unreported, or a row unaccounted for, is a failure of the demo
+    accounted = result.decoded + result.errors == result.rows
+    return EXIT_OK if result.errors == result.planted and accounted else EXIT_FAILED
 
 
 def _java_available() -> bool:
@@ -70,24 +85,74 @@ def _have(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
+def _check_input(path: str) -> None:
+    """A clear error for an input that is missing, an empty folder, or a file that is not Parquet."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    where = Path(path)
+    if not where.exists():
+        raise FileNotFoundError(f"input {path} does not exist")
+    if where.is_dir():
+        if not any(f.suffix == ".parquet" and not f.name.startswith(("_", ".")) for f in where.rglob("*")):
+            raise UsageError(f"input {path} is a folder without Parquet files; give a Parquet file or such a folder")
+        return
+    try:
+        pq.read_schema(where)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise UsageError(f"input {path} is not a Parquet file ({exc})") from None
+
+
+def _check_output(path: str | None, option: str) -> None:
+    if path is not None and not Path(path).absolute().parent.is_dir():
+        raise UsageError(f"{option} {path}: folder {Path(path).absolute().parent} does not exist")
+
+
+def _reader_schema(value: str | None) -> str | None:
+    """The ``--reader-schema`` text, checked: a bad one is a bad argument (exit 2), not bad data."""
+    import json
+
+    from ..errors import SchemaError
+    from ..formats.avro.schema import parse
+
+    if value is None:
+        return None
+    text = read_schema_arg(value)
+    try:
+        loaded = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--reader-schema is not valid JSON: {exc}") from None
+    try:
+        parse(loaded)
+    except SchemaError as exc:
+        raise UsageError(f"--reader-schema is not a valid Avro schema: {exc}") from None
+    return text
+
+
 def cmd_decode(args: argparse.Namespace) -> int:
     """Decode a Parquet column of framed messages into Parquet; returns the exit code."""
     from .. import wire
     from .parquet_io import decode_parquet
 
     protocol = wire.protocol_by_name(args.protocol)
-    reader = read_schema_arg(args.reader_schema) if args.reader_schema else None
-    registry = open_registry(args.registry, user=args.user, password=args.password, token=args.token)
+    _check_input(args.input)
+    _check_output(args.output, "--output")
+    _check_output(args.dead_letter, "--dead-letter")
+    reader = _reader_schema(args.reader_schema)
+    password = registry_password(args)
+    registry = open_registry(args.registry, user=args.user, password=password, token=args.token, create=False)
+    # None lets decode_parquet pick the column (value, or the only binary column)
+    column: dict[str, Any] = {} if args.column is None else {"column": args.column}
     try:
         stats = decode_parquet(
             args.input,
             args.output,
             registry,
-            column=args.column,
             protocol=protocol,
             engine=args.engine,
             reader_schema=reader,
             dead_letter=args.dead_letter,
+            **column,
         )
     finally:
         registry.close()
@@ -96,30 +161,88 @@ def cmd_decode(args: argparse.Namespace) -> int:
         f"decoded {stats['decoded']:,} of {stats['rows']:,} rows from {args.input} into {args.output}"
         f" in {stats['seconds']:.2f} s ({stats['engine']} engine); {stats['errors']:,} bad rows{dead_letter}"
     )
+    rows = [
+        ("input rows", f"{stats['rows']:,}"),
+        ("decoded", f"{stats['decoded']:,}"),
+        ("bad rows", f"{stats['errors']:,}"),
+        ("seconds", f"{stats['seconds']:.2f}"),
+        ("rate", _console.rate(stats["rows"], stats["seconds"])),
+        ("engine", str(stats["engine"])),
+        ("output", str(args.output)),
+    ]
+    if args.dead_letter:
+        rows.append(("dead letter", str(args.dead_letter)))
+    summary("decode", rows)
     return EXIT_OK
+
+
+class _ClientLog(logging.Handler):
+    """Keeps pulsar-client's log lines of one command: shown as they come with --verbose, else
+    kept so a failure can name the client's reason in its one line instead of a flood of retries."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.errors: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # the client prefixes connection lines with "[local -> remote]"
+        text = re.sub(r"^\[[^\]]*\]\s*", "", record.getMessage())
+        if _console.verbosity() > 0:
+            print(f"pulsar-client {record.levelname.lower()}: {text}", file=sys.stderr, flush=True)
+        elif record.levelno >= logging.WARNING and text not in self.errors:
+            self.errors.append(text)
+
+
+@contextmanager
+def _client_log() -> Iterator[tuple[logging.Logger, _ClientLog]]:
+    from ..pulsar._sdk import client_logger
+
+    logger = client_logger()
+    handler = _ClientLog()
+    logger.setLevel(_console.library_log_level())
+    logger.propagate = False
+    logger.addHandler(handler)
+    try:
+        yield logger, handler
+    finally:
+        logger.removeHandler(handler)
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
     """Read a Pulsar topic into a raw Parquet table; returns the exit code."""
     from ..pulsar import dump_to_parquet
 
-    seconds = max(1, args.timeout_ms // 1000)
-    try:
-        rows = dump_to_parquet(
-            args.service_url,
-            args.topic,
-            args.output,
-            key_encoding=args.key_encoding,
-            timeout_ms=args.timeout_ms,
-            client_options={"operation_timeout_seconds": seconds, "connection_timeout_ms": args.timeout_ms},
-        )
-    except Exception as exc:
-        # pulsar-client's errors (module pulsar or _pulsar) mean the broker is unreachable or refused
-        if type(exc).__module__.split(".")[0] not in ("_pulsar", "pulsar"):
-            raise
-        err(f"cannot read {args.topic} from {args.service_url}: {type(exc).__name__}: {exc}")
-        return EXIT_UNREACHABLE
+    _check_output(args.output, "--output")
+    start = time.perf_counter()
+    with _client_log() as (logger, log), _console.progress(f"reading {args.topic}") as bar:
+        try:
+            rows = dump_to_parquet(
+                args.service_url,
+                args.topic,
+                args.output,
+                key_encoding=args.key_encoding,
+                timeout_ms=args.timeout_ms,
+                client_options={"logger": logger},
+                on_batch=bar.advance,
+            )
+        except Exception as exc:
+            # pulsar-client's errors (module pulsar or _pulsar) mean the broker is unreachable or refused
+            if type(exc).__module__.split(".")[0] not in ("_pulsar", "pulsar") and not isinstance(exc, TimeoutError):
+                raise
+            reason = f" ({log.errors[0]})" if log.errors else ""
+            err(f"cannot read {args.topic} from {args.service_url}: {exc}{reason}")
+            return EXIT_UNREACHABLE
+    seconds = time.perf_counter() - start
     say(f"wrote {rows:,} messages of {args.topic} to {args.output}")
+    summary(
+        "dump",
+        [
+            ("messages", f"{rows:,}"),
+            ("seconds", f"{seconds:.2f}"),
+            ("rate", _console.rate(rows, seconds)),
+            ("output", str(args.output)),
+        ],
+    )
     return EXIT_OK
 
 
@@ -129,9 +252,86 @@ def _protocol_names() -> list[str]:
     return sorted(name.lower().replace("_", "-") for name in wire.PROTOCOLS)
 
 
+def _protocol(value: str) -> str:
+    """``--protocol``: a name of :data:`pulsar_codec.wire.PROTOCOLS`, spelled as in ``--help``."""
+    from .. import wire
+
+    try:
+        wire.protocol_by_name(value)
+    except ValueError:
+        # the same spelling as --help (wire's own message lists the constants' names)
+        raise argparse.ArgumentTypeError(f"unknown protocol {value!r}; valid: {', '.join(_protocol_names())}") from None
+    return value
+
+
+def _service_url(value: str) -> str:
+    """``--service-url``: a Pulsar service URL with a scheme the client takes and a host."""
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme.lower() not in SERVICE_URL_SCHEMES or not parts.netloc:
+        raise argparse.ArgumentTypeError(
+            f"malformed service URL {value!r}; expected pulsar://HOST:PORT (or pulsar+ssl://, http://, https://)"
+        )
+    return value
+
+
+def _count(minimum: int) -> Any:
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            number = minimum - 1
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {value!r}")
+        return number
+
+    parse.__name__ = "number"
+    return parse
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with errors on one line (and exit code 2), the usage left to ``--help``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _add_verbosity_flags(parser: argparse.ArgumentParser) -> None:
+    # SUPPRESS: a subcommand's parser leaves a flag given before the subcommand alone
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "-v",
+        "--verbose",
+        dest="verbosity",
+        action="store_const",
+        const=1,
+        default=argparse.SUPPRESS,
+        help="more detail: debug logs, library logs at info, tracebacks of internal errors",
+    )
+    group.add_argument(
+        "-q",
+        "--quiet",
+        dest="verbosity",
+        action="store_const",
+        const=-1,
+        default=argparse.SUPPRESS,
+        help="results and errors only: no progress bars or summary tables",
+    )
+
+
+def _every_parser(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                yield from _every_parser(child)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``pulsar-codec`` with every command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pulsar-codec",
         description=(
             "Fast codecs for Pulsar and schema-registry framed messages, into Apache Arrow.\n\n"
@@ -152,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
             "them with Spark in local mode, and write decoded and dead-letter Parquet tables."
         ),
     )
-    demo.add_argument("--rows", type=int, default=200_000, help="order messages to generate (default 200000)")
+    demo.add_argument("--rows", type=_count(0), default=200_000, help="order messages to generate (default 200000)")
     demo.add_argument("--seed", type=int, default=42, help="random seed for the generated data")
     demo.add_argument("-o", "--output", default="demo-output", help="output folder (default ./demo-output)")
     demo.add_argument(
@@ -162,7 +362,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="spark: PySpark in local mode (default; needs Java); local: Arrow in this process",
     )
     demo.add_argument("--framing-only", action="store_true", help="only show the framing and KeyValue codecs")
-    demo.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     demo.set_defaults(func=cmd_demo)
 
     decode = sub.add_parser(
@@ -177,8 +376,10 @@ def build_parser() -> argparse.ArgumentParser:
     decode.add_argument("input", metavar="INPUT")
     decode.add_argument("-o", "--output", required=True, metavar="OUTPUT")
     add_registry_options(decode)
-    decode.add_argument("--column", default="payload", help="the binary column of messages (default payload)")
-    decode.add_argument("--protocol", default="confluent", help=f"wire prefix: one of {', '.join(_protocol_names())}")
+    decode.add_argument("--column", help="the binary column of messages (default: value, or the only binary column)")
+    decode.add_argument(
+        "--protocol", type=_protocol, default="confluent", help=f"wire prefix: one of {', '.join(_protocol_names())}"
+    )
     decode.add_argument("--engine", choices=("local", "spark"), default="local", help="local (default) or spark")
     decode.add_argument("--reader-schema", help="read every message as this schema (JSON, or @file)")
     decode.add_argument("--dead-letter", metavar="PATH", help="also write the bad rows (raw bytes + error) here")
@@ -192,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Read TOPIC from the start to its end and write every message (payload, key, "
         "properties, times, message id) to a Parquet file, for `pulsar-codec decode`.",
     )
-    dump.add_argument("--service-url", required=True, help="e.g. pulsar://127.0.0.1:6650")
+    dump.add_argument("--service-url", type=_service_url, required=True, help="e.g. pulsar://127.0.0.1:6650")
     dump.add_argument("--topic", required=True)
     dump.add_argument("-o", "--output", required=True)
     dump.add_argument(
@@ -201,31 +402,86 @@ def build_parser() -> argparse.ArgumentParser:
         default="raw",
         help="base64 for keys written by Java SEPARATED KeyValue producers",
     )
-    dump.add_argument("--timeout-ms", type=int, default=30_000)
+    dump.add_argument(
+        "--timeout-ms",
+        type=_count(1),
+        default=10_000,
+        help="give up connecting, or waiting for a message, after this long (default 10000)",
+    )
     dump.set_defaults(func=cmd_dump)
 
     add_bench_parser(sub)
+    for each in _every_parser(parser):
+        _add_verbosity_flags(each)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``pulsar-codec`` with ``argv`` (default: the process's arguments); returns the exit code."""
-    from ..errors import DecodeError, IncompatibleSchemaError, RegistryError, SchemaError, SchemaNotFoundError
+class _StderrHandler(logging.Handler):
+    """Log records of the package on the current stderr (looked up per record, as tests swap it)."""
 
+    def emit(self, record: logging.LogRecord) -> None:
+        print(self.format(record), file=sys.stderr, flush=True)
+
+
+_PACKAGE_HANDLER = _StderrHandler()
+_PACKAGE_HANDLER.setFormatter(logging.Formatter("pulsar-codec %(levelname)s %(name)s: %(message)s"))
+
+
+def _configure_logging(level: int) -> None:
+    """--verbose: the package's debug logs on stderr; otherwise what logging is configured to show."""
+    package = logging.getLogger("pulsar_codec")
+    if level > 0:
+        package.setLevel(logging.DEBUG)
+        if _PACKAGE_HANDLER not in package.handlers:
+            package.addHandler(_PACKAGE_HANDLER)
+    else:
+        package.setLevel(logging.NOTSET)
+        package.removeHandler(_PACKAGE_HANDLER)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``pulsar-codec`` with ``argv`` (default: the process's arguments); returns the exit code.
+
+    Every failure is one line on stderr and an exit code (module docstring); a traceback is shown
+    only for an internal error with ``--verbose``.
+    """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    level: int = getattr(args, "verbosity", 0)
+    _console.set_verbosity(level)
+    _configure_logging(level)
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
-    if getattr(args, "rows", 1) <= 0:
-        parser.error("--rows must be positive")
-    if getattr(args, "user", None) and not getattr(args, "password", None):
-        args.password = os.environ.get("PULSAR_CODEC_REGISTRY_PASSWORD")
+    try:
+        return _run(args)
+    except Exception as exc:  # a bug, or a failure nobody mapped yet: one line, not a traceback
+        if level > 0:
+            traceback.print_exc()
+        err(f"internal error: {type(exc).__name__}: {exc}")
+        if level <= 0:
+            err("run with --verbose for the traceback")
+        return EXIT_INTERNAL
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..errors import (
+        DecodeError,
+        IncompatibleSchemaError,
+        RegistryError,
+        RegistryUnreachableError,
+        SchemaError,
+        SchemaNotFoundError,
+    )
+
     try:
         code: int = args.func(args)
         return code
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except UsageError as exc:
         err(str(exc))
         return EXIT_USAGE
@@ -233,17 +489,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         err(f"schema not found: {exc}")
         return EXIT_SCHEMA_MISSING
     except IncompatibleSchemaError as exc:
-        err(f"incompatible schema: {exc}")
+        message = str(exc)
+        err(f"incompatible schema: {message}")
+        # a registry's message often holds the reasons already: each is said once
         for reason in exc.reasons:
-            err(f"  {reason}")
+            if reason not in message:
+                err(f"  {reason}")
         return EXIT_FAILED
+    except RegistryUnreachableError as exc:
+        err(f"registry unreachable: {exc}")
+        return EXIT_UNREACHABLE
     except RegistryError as exc:
         err(f"registry error: {exc}")
         return EXIT_REGISTRY
     except (SchemaError, DecodeError) as exc:
         err(f"{type(exc).__name__}: {exc}")
         return EXIT_FAILED
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
         err(str(exc))
         return EXIT_USAGE
     except ImportError as exc:

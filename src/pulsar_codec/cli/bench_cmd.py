@@ -74,9 +74,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
+    return number
+
+
 def add_bench_parser(sub: Any) -> None:
     """The ``bench`` command, on the top-level subparsers ``sub``."""
     bench = sub.add_parser("bench", help="quick compiled-vs-pure ratios (full suites live in bench/)")
-    bench.add_argument("--rows", type=int, default=200_000, help="messages per workload (default 200000)")
+    bench.add_argument("--rows", type=_positive, default=200_000, help="messages per workload (default 200000)")
     bench.add_argument("--seed", type=int, default=7)
     bench.set_defaults(func=cmd_bench)

@@ -15,8 +15,6 @@ from __future__ import annotations
 import decimal
 import json
 import random
-import shutil
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import _console
 from ._console import best_of
 
 __all__ = ["ORDER_SCHEMAS", "CUSTOMER_SCHEMA", "DemoResult", "generate", "run"]
@@ -80,32 +79,6 @@ CUSTOMER_SCHEMA: dict[str, Any] = {
 }
 
 _WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike".split()
-
-
-class Progress:
-    """A one-line progress bar on stderr (plain text when stderr is not a terminal)."""
-
-    def __init__(self, steps: int, enabled: bool = True) -> None:
-        self.steps = steps
-        self.done = 0
-        self.enabled = enabled
-        self.tty = sys.stderr.isatty()
-
-    def step(self, label: str) -> None:
-        self.done += 1
-        if not self.enabled:
-            return
-        width = 24
-        filled = int(width * self.done / self.steps)
-        bar = "#" * filled + "." * (width - filled)
-        text = f"[{bar}] {self.done}/{self.steps} {label}"
-        if self.tty:
-            sys.stderr.write("\r\033[K" + text)
-            if self.done == self.steps:
-                sys.stderr.write("\n")
-        else:
-            sys.stderr.write(text + "\n")
-        sys.stderr.flush()
 
 
 def _orders(rng: np.random.Generator, rows: int, version: int, start_id: int) -> pa.Table:
@@ -192,10 +165,11 @@ def generate(registry: Any, out: Path, rows: int, seed: int = 42) -> Generated:
         parts.append(wire.frame(bodies, schema_id, wire.CONFLUENT))
         rows_by_id[schema_id] = count
         next_id += count
-    messages = pa.concat_arrays(parts).to_pylist()
-    # a few corrupt messages, as real topics have: a wrong magic byte, a truncated body
+    messages = pa.concat_arrays(parts).to_pylist() if parts else []
+    # a few corrupt messages, as real topics have: a wrong magic byte, a truncated body (none in a
+    # demo too small to spare them)
     random.seed(seed)
-    corrupt = max(3, rows // 20_000)
+    corrupt = max(3, rows // 20_000) if rows >= 100 else 0
     for k in range(corrupt):
         i = random.randrange(len(messages))
         messages[i] = (b"\x07" + messages[i][1:]) if k % 2 == 0 else messages[i][: len(messages[i]) // 2]
@@ -206,7 +180,7 @@ def generate(registry: Any, out: Path, rows: int, seed: int = 42) -> Generated:
     pq.write_table(_raw_table(payloads, keys, "orders", 1_767_225_600_000), orders_path)
 
     customer_id = registry.register("customers-value", json.dumps(CUSTOMER_SCHEMA))
-    n = max(1, rows // 10)
+    n = max(1, rows // 10) if rows else 0
     customers = pa.table(
         {
             "name": pa.array([" ".join(rng.choice(_WORDS, 2)).title() for _ in range(n)]),
@@ -236,69 +210,57 @@ class DemoResult:
     rows_by_id: dict[int, int]
     seconds: float
     outputs: dict[str, Path] = field(default_factory=dict)
+    planted: int = 0
+    """Corrupt messages the demo planted (none below 100 rows): ``errors`` should equal it."""
 
 
-def _decode_local(raw_path: Path, registry: Any, out_path: Path, dead_path: Path) -> tuple[int, int, dict[int, int]]:
-    """The Arrow engine: Parquet batches -> pulsar_codec.decode -> Parquet, bad rows to a dead-letter file."""
+def _decode_orders(
+    raw_path: Path, registry: Any, out_path: Path, dead_path: Path, engine: str, session: Any
+) -> tuple[dict[str, Any], dict[int, int]]:
+    """Orders through the contract of ``pulsar-codec decode``: decoded rows and dead letters, the
+    same tables on both engines; returns the statistics and the decoded rows per schema id."""
     from .. import wire
-    from ..pipeline import Decoded, MessageDecoder
+    from ._contract import input_files
+    from .parquet_io import decode_parquet
 
-    table = pq.read_table(raw_path)
-    result = MessageDecoder(registry, protocol=wire.CONFLUENT, on_error="null").decode(table["payload"])
-    assert isinstance(result, Decoded)  # on_error="null" returns the batch with its errors
-    batch, errors = result.batch, result.errors
-    bad = np.zeros(len(table), dtype=bool)
-    bad[errors["index"].to_numpy()] = True
-    good_rows = pa.Table.from_batches([batch]).filter(pa.array(~bad))
-    pq.write_table(good_rows, out_path)
-    dead = table.take(pa.array(np.flatnonzero(bad))).append_column("error", errors["message"])
-    pq.write_table(dead, dead_path)
-    ids = wire.unframe(table["payload"].filter(pa.array(~bad)), wire.CONFLUENT).schema_ids
-    counts = {int(k): int(v) for k, v in zip(*np.unique(ids.to_numpy(), return_counts=True))}
-    return len(good_rows), int(bad.sum()), counts
+    if session is None:
+        stats = decode_parquet(
+            raw_path, out_path, registry, column="payload", reader_schema=ORDER_SCHEMAS[-1], dead_letter=dead_path
+        )
+    else:
+        from .parquet_spark import decode_spark
+
+        start = time.perf_counter()
+        stats = dict(
+            decode_spark(
+                input_files(raw_path),
+                out_path,
+                registry,
+                "payload",
+                wire.CONFLUENT,
+                ORDER_SCHEMAS[-1],
+                dead_path,
+                session,
+            )
+        )
+        stats["seconds"] = time.perf_counter() - start
+    payloads = pq.read_table(raw_path, columns=["payload"])["payload"]
+    good = np.ones(len(payloads), dtype=bool)
+    good[pq.read_table(dead_path, columns=["index"])["index"].to_numpy()] = False
+    ids = wire.unframe(payloads.filter(pa.array(good)).drop_null(), wire.CONFLUENT).schema_ids.to_numpy()
+    counts = {int(k): int(v) for k, v in zip(*np.unique(ids, return_counts=True))}
+    return stats, counts
 
 
-def _decode_spark(
-    session: Any, raw_path: Path, registry_path: Path, out_path: Path, dead_path: Path, reader_schema: Any
-) -> tuple[int, int, dict[int, int], float]:
-    """The Spark engine: one mapInArrow decode, written once to a staging table, then split into
-    the decoded table and the dead-letter table (raw bytes kept)."""
+def _decode_keyvalue_spark(session: Any, raw_path: Path, registry: Any, out_path: Path) -> int:
     from pyspark.sql import functions as F
 
     from .. import spark as pcs
-    from ..registry import LocalRegistry
-
-    raw = session.read.parquet(str(raw_path))
-    decoded = pcs.decode(raw, "payload", registry=LocalRegistry(registry_path), reader_schema=reader_schema)
-    staged = out_path.with_name(out_path.name + ".staging")
-    t0 = time.perf_counter()
-    (
-        decoded.withColumn("schema_id", F.conv(F.hex(F.substring("payload", 2, 4)), 16, 10).cast("long"))
-        .write.mode("overwrite")
-        .parquet(str(staged))
-    )
-    decode_seconds = time.perf_counter() - t0
-    table = session.read.parquet(str(staged))
-    good = table.where(F.col("decode_error").isNull())
-    bad = table.where(F.col("decode_error").isNotNull())
-    good.select("decoded.*", "publish_time").write.mode("overwrite").parquet(str(out_path))
-    bad.select("payload", "publish_time", "message_id", "decode_error").write.mode("overwrite").parquet(str(dead_path))
-    counts = {int(r["schema_id"]): int(r["count"]) for r in good.groupBy("schema_id").count().collect()}
-    n_bad = bad.count()
-    shutil.rmtree(staged, ignore_errors=True)
-    return sum(counts.values()), n_bad, counts, decode_seconds
-
-
-def _decode_keyvalue_spark(session: Any, raw_path: Path, registry_path: Path, out_path: Path) -> int:
-    from pyspark.sql import functions as F
-
-    from .. import spark as pcs
-    from ..registry import LocalRegistry
 
     raw = session.read.parquet(str(raw_path))
     # the keys are plain strings, the values framed Avro: split, then decode the values only
     parts = pcs.split_keyvalue(raw, "payload", key_column="key_bytes", value_column="value_bytes")
-    decoded = pcs.decode(parts, "value_bytes", registry=LocalRegistry(registry_path))
+    decoded = pcs.decode(parts, "value_bytes", registry=registry, reader_schema=CUSTOMER_SCHEMA)
     result = decoded.select(F.col("key_bytes").cast("string").alias("customer"), "decoded.*")
     result.write.mode("overwrite").parquet(str(out_path))
     rows: int = session.read.parquet(str(out_path)).count()
@@ -306,101 +268,113 @@ def _decode_keyvalue_spark(session: Any, raw_path: Path, registry_path: Path, ou
 
 
 def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None], progress: bool = True) -> DemoResult:
-    """Run the whole demo; returns what it did."""
+    """Run the whole demo; returns what it did (any ``rows`` >= 0: no rows write empty tables)."""
     import pulsar_codec as pc
 
     from ..registry import LocalRegistry
 
-    bar = Progress(6 if engine == "spark" else 5, enabled=progress)
+    if rows < 0:
+        raise _console.UsageError(f"--rows must be 0 or more, not {rows}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     registry_path = out / "registry.db"
     if registry_path.exists():
         registry_path.unlink()
-    registry = LocalRegistry(registry_path)
-    bar.step("embedded registry started")
-    t0 = time.perf_counter()
-    gen = generate(registry, out, rows, seed)
-    bar.step(f"generated {rows:,} order messages + {rows // 10:,} KeyValue messages")
+    decoded_path = out / "orders-decoded.parquet"
+    dead_path = out / "orders-dead-letter.parquet"
+    customers_path = out / "customers-decoded.parquet"
+    with _console.progress("demo", total=6 if engine == "spark" else 5) as bar:
+        registry = LocalRegistry(registry_path)
+        bar.advance()
+        t0 = time.perf_counter()
+        bar.update(label=f"generating {rows:,} order messages")
+        gen = generate(registry, out, rows, seed)
+        bar.advance()
+        session = None
+        if engine == "spark":
+            from .parquet_spark import spark_session
+
+            bar.update(label="starting Spark (local mode)")
+            session = spark_session("pulsar-codec-demo")
+            bar.advance()
+        bar.update(label=f"decoding orders ({engine} engine)")
+        t1 = time.perf_counter()
+        stats, counts = _decode_orders(gen.orders_path, registry, decoded_path, dead_path, engine, session)
+        seconds = time.perf_counter() - t1
+        bar.advance()
+        bar.update(label="decoding KeyValue customers")
+        if session is not None:
+            customers = _decode_keyvalue_spark(session, gen.customers_path, registry_path, customers_path)
+        else:
+            customers = _decode_keyvalue(gen.customers_path, registry, customers_path)
+        bar.advance()
+        kernel_rate = _kernel_rate(gen.orders_path, registry, ORDER_SCHEMAS[-1])
+        bar.advance()
+    good, bad, decode_seconds = int(stats["decoded"]), int(stats["errors"]), float(stats["seconds"])
     say(f"pulsar_codec {pc.__version__} (kernels: {pc.BACKEND}), engine: {engine}")
     say(f"registry {registry_path}: orders-value ids {gen.ids}, customers-value id {gen.customer_id}")
     say(
         f"raw topic dumps: {gen.orders_path.name} ({gen.payload_bytes / 1e6:.1f} MB of payloads), {gen.customers_path.name}"
     )
-
-    decoded_path = out / "orders-decoded.parquet"
-    dead_path = out / "orders-dead-letter.parquet"
-    customers_path = out / "customers-decoded.parquet"
-    session = None
-    if engine == "spark":
-        from .. import spark as pcs
-
-        t_session = time.perf_counter()
-        session = pcs.session(app_name="pulsar-codec-demo")
-        session.sparkContext.setLogLevel("ERROR")
-        bar.step(f"Spark session (local mode) started in {time.perf_counter() - t_session:.1f} s")
-    t1 = time.perf_counter()
-    if session is not None:
-        good, bad, counts, decode_seconds = _decode_spark(
-            session, gen.orders_path, registry_path, decoded_path, dead_path, ORDER_SCHEMAS[-1]
-        )
-        stage = "the decode stage: schema-id pre-pass, mapInArrow decode and a Parquet write"
-    else:
-        t_local = time.perf_counter()
-        good, bad, counts = _decode_local(gen.orders_path, registry, decoded_path, dead_path)
-        decode_seconds = time.perf_counter() - t_local
-        stage = "read Parquet, decode, write decoded and dead-letter Parquet"
-    seconds = time.perf_counter() - t1
-    bar.step("orders decoded")
-    if session is not None:
-        customers = _decode_keyvalue_spark(session, gen.customers_path, registry_path, customers_path)
-    else:
-        customers = _decode_keyvalue(gen.customers_path, registry, customers_path)
-    bar.step("KeyValue customers decoded")
-    bar.step("done")
-
     say("")
     say("orders topic")
     for schema_id in sorted(counts):
         version = gen.ids.index(schema_id) + 1 if schema_id in gen.ids else "?"
         say(f"  schema id {schema_id} (orders-value v{version}): {counts[schema_id]:>9,} rows")
-    say(f"  decoded {good:,} rows into {decoded_path.name} (read as v3: older rows get the defaults)")
-    say(f"  {bad:,} corrupt messages -> {dead_path.name} with their raw bytes and the error")
-    say(f"  throughput: {(good + bad) / decode_seconds:,.0f} messages/s in {stage} ({engine} engine)")
-    say(f"  whole job {seconds:.1f} s, including writing the decoded and dead-letter tables")
-    kernel_rate = _kernel_rate(gen.orders_path, registry, ORDER_SCHEMAS[-1])
-    say(
-        f"  the decode kernels alone, in this process on the same messages: {kernel_rate / 1e6:,.1f}M messages/s"
-        + (
-            " (at this size a Spark job is mostly fixed cost: JVM, Python workers, Parquet)"
-            if engine == "spark"
-            else ""
+    say(f"  decoded {good:,} rows into {decoded_path.name}/ (read as v3: older rows get the defaults)")
+    say(f"  {bad:,} corrupt messages -> {dead_path.name}/ with their raw bytes and the error")
+    if decode_seconds > 0 and rows:
+        say(f"  throughput: {rows / decode_seconds:,.0f} messages/s, reading, decoding and writing ({engine} engine)")
+    if kernel_rate:
+        say(
+            f"  the decode kernels alone, in this process on the same messages: {kernel_rate / 1e6:,.1f}M messages/s"
+            + (" (at this size a Spark job is mostly fixed cost: JVM, Python workers, Parquet)" if session else "")
         )
-    )
-    say(f"customers topic (INLINE KeyValue): {customers:,} rows -> {customers_path.name}")
+    say(f"customers topic (INLINE KeyValue): {customers:,} rows -> {customers_path.name}/")
     say(f"total {time.perf_counter() - t0:.1f} s; outputs in {out}")
-    return DemoResult(rows, good, bad, counts, decode_seconds, {"decoded": decoded_path, "dead_letter": dead_path})
+    _console.summary(
+        "demo",
+        [
+            ("rows", f"{rows:,}"),
+            ("decoded", f"{good:,}"),
+            ("errors", f"{bad:,}"),
+            ("nulls", f"{int(stats['nulls']):,}"),
+            ("engine", engine),
+            ("seconds", f"{seconds:.2f}"),
+        ],
+    )
+    registry.close()
+    outputs = {"decoded": decoded_path, "dead_letter": dead_path, "customers": customers_path}
+    return DemoResult(rows, good, bad, counts, decode_seconds, outputs, gen.corrupt)
 
 
 def _kernel_rate(raw_path: Path, registry: Any, reader_schema: Any) -> float:
     """Messages per second of one MessageDecoder alone on the raw column (best of three: the first
-    run also fetches the schemas and compiles the plans)."""
+    run also fetches the schemas and compiles the plans); 0 for no messages."""
     from ..pipeline import MessageDecoder
 
     payloads = pq.read_table(raw_path, columns=["payload"])["payload"]
+    if not len(payloads):
+        return 0.0
     decoder = MessageDecoder(registry, reader_schema=reader_schema, on_error="null")
-    rows: int = len(payloads)
-    return rows / best_of(lambda: decoder.decode(payloads), 3)
+    count: int = len(payloads)
+    return count / best_of(lambda: decoder.decode(payloads), 3)
 
 
 def _decode_keyvalue(raw_path: Path, registry: Any, out_path: Path) -> int:
-    """INLINE KeyValue messages: split into key and value, decode the Avro value, keep the key."""
+    """INLINE KeyValue messages: split into key and value, decode the Avro value, keep the key;
+    written as the Spark engine writes it (a folder, the contract's column types)."""
     from .. import keyvalue, wire
     from ..pipeline import MessageDecoder
+    from ._contract import contract_columns, convert_batch, prepare_output, write_part
 
     table = pq.read_table(raw_path)
     keys, values = keyvalue.split_inline(table["payload"])
-    batch = MessageDecoder(registry, protocol=wire.CONFLUENT).decode(values)
-    result = pa.Table.from_batches([batch]).add_column(0, "customer", keys.cast(pa.string()))
-    pq.write_table(result, out_path)
+    decoder = MessageDecoder(registry, protocol=wire.CONFLUENT, reader_schema=CUSTOMER_SCHEMA)
+    batch = decoder.decode(values)
+    assert decoder.arrow_schema is not None
+    columns, converters = contract_columns(decoder.arrow_schema)
+    schema = pa.schema([pa.field("customer", pa.string()), *columns])
+    result = pa.Table.from_arrays([keys.cast(pa.string()), *convert_batch(batch, columns, converters)], schema=schema)
+    pq.write_table(result, write_part(prepare_output(out_path), 0), store_schema=False)
     return len(result)

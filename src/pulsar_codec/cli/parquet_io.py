@@ -1,9 +1,10 @@
-"""Parquet in, Parquet out: the engine behind ``pulsar-codec decode``.
+"""Parquet in, Parquet out: the engine behind ``pulsar-codec decode`` and the demo.
 
 The local engine streams the input in record batches through one
-:class:`~pulsar_codec.pipeline.MessageDecoder` with ``on_error="null"``; the Spark engine runs :func:`pulsar_codec.spark.decode` in local mode. Both
-write the decoded fields plus a ``decode_error`` struct (code, offset, message) per row, and can
-write the bad rows with their raw bytes to a dead-letter file.
+:class:`~pulsar_codec.pipeline.MessageDecoder` with ``on_error="null"``; the Spark engine
+(:mod:`.parquet_spark`) runs :func:`pulsar_codec.spark.decode` in local mode. Both keep the
+contract of :mod:`._contract`: folders of part files, the same column types, the same dead-letter
+columns and error texts.
 """
 
 from __future__ import annotations
@@ -18,41 +19,66 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import wire
-from ..errors import SchemaError
-from ..pipeline import MessageDecoder
+from ..errors import SchemaNotFoundError
+from ..pipeline import Decoded, MessageDecoder
+from . import _console
+from ._contract import (
+    ERROR_TYPE,
+    contract_columns,
+    convert_batch,
+    dead_letter_schema,
+    dead_letter_table,
+    input_files,
+    number_text,
+    prepare_output,
+    resolve_column,
+    write_part,
+)
 
 __all__ = ["ERROR_TYPE", "decode_parquet", "newest_schema_id"]
 
-ERROR_TYPE = pa.struct([("code", pa.int32()), ("offset", pa.int64()), ("message", pa.string())])
 _BATCH = 65_536
+_ENGINES = ("local", "spark")
 
 
-def newest_schema_id(path: str | Path, column: str, protocol: wire.Protocol) -> int | None:
-    """The highest schema id in the column (a cheap pass over the prefixes only)."""
-    newest = None
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=_BATCH, columns=[column]):
-        ids = _ids_of(batch.column(0), protocol)
-        if len(ids):
-            top = int(ids.max())
-            newest = top if newest is None else max(newest, top)
-    return newest
+def newest_schema_id(path: str | Path, column: str, protocol: wire.Protocol, registry: Any = None) -> Any:
+    """The highest schema id in the column (a cheap pass over the prefixes only).
+
+    With ``registry``, the highest id that the registry knows (an unknown id makes error rows, it
+    cannot be the reader). None when there is none.
+    """
+    ids: set[Any] = set()
+    for file in input_files(path):
+        for batch in pq.ParquetFile(file).iter_batches(batch_size=_BATCH, columns=[column]):
+            ids.update(_ids_of(batch.column(0), protocol))
+    for schema_id in sorted(ids, key=lambda k: (isinstance(k, tuple), k), reverse=True):
+        if registry is None:
+            return schema_id
+        try:
+            MessageDecoder(registry, protocol=protocol).writer_schema(schema_id)
+        except SchemaNotFoundError:
+            continue
+        return schema_id
+    return None
 
 
-def _ids_of(messages: pa.Array, protocol: wire.Protocol) -> np.ndarray:
+def _ids_of(messages: pa.Array, protocol: wire.Protocol) -> list[Any]:
     """Schema ids of the well-framed messages (bad ones are reported later, by the decode pass)."""
     try:
-        ids: np.ndarray = wire.unframe(messages, protocol).schema_ids.drop_null().to_numpy()
-        return ids
+        ids = wire.unframe(messages, protocol).schema_ids.drop_null()
+        if pa.types.is_integer(ids.type):
+            return [int(v) for v in np.unique(ids.to_numpy())]
     except Exception:  # noqa: BLE001 - a bad prefix: fall back to one message at a time
-        found = []
-        for message in messages.to_pylist():
-            if message is None:
-                continue
-            try:
-                found.append(protocol.unpack(message)[0])
-            except Exception:  # noqa: BLE001
-                continue
-        return np.array(found, dtype=np.int64)
+        pass
+    found = []
+    for message in messages.to_pylist():
+        if message is None:
+            continue
+        try:
+            found.append(protocol.unpack(message)[0])
+        except Exception:  # noqa: BLE001
+            continue
+    return found
 
 
 def decode_parquet(
@@ -60,112 +86,72 @@ def decode_parquet(
     output_path: str | Path,
     registry: Any,
     *,
-    column: str = "payload",
+    column: str | None = None,
     protocol: wire.Protocol | str = wire.CONFLUENT,
     engine: str = "local",
     reader_schema: Any = None,
     dead_letter: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Decode a Parquet column of framed Avro messages into a Parquet file; returns statistics."""
+    """Decode a Parquet column of framed Avro messages into a folder of Parquet part files.
+
+    Parameters
+    ----------
+    input_path : path
+        A Parquet file, or a folder of part files (read in name order).
+    output_path : path
+        The output folder (replaced). It holds the decoded columns; with ``dead_letter`` only the
+        decoded rows and tombstones, without it every row plus a ``decode_error`` column.
+    registry : registry client
+    column : str, optional
+        The message column; default ``value``, else the only binary column.
+    protocol, reader_schema
+        As :class:`~pulsar_codec.pipeline.MessageDecoder`; the reader defaults to the newest
+        writer schema in the input the registry knows.
+    engine : {"local", "spark"}
+    dead_letter : path, optional
+        A folder for the bad rows (see :data:`._contract.DEAD_LETTER_FIELDS`).
+
+    Returns
+    -------
+    dict
+        ``rows`` (input rows), ``decoded``, ``errors``, ``nulls`` (null messages, tombstones;
+        rows == decoded + errors + nulls), ``seconds``, ``engine``.
+    """
     protocol = wire.protocol_by_name(protocol)
-    input_path = Path(input_path)
-    if not input_path.exists():
-        raise FileNotFoundError(f"input {input_path} does not exist")
-    names = pq.ParquetFile(input_path).schema_arrow.names
-    if column not in names:
-        raise SchemaError(f"column {column!r} is not in {input_path} (columns: {', '.join(names)})")
+    if engine not in _ENGINES:
+        raise _console.UsageError(f"unknown engine {engine!r}; expected one of: {', '.join(_ENGINES)}")
+    files = input_files(input_path)
+    column = resolve_column(pq.read_schema(files[0]), column, input_path)
     start = time.perf_counter()
     if engine == "spark":
-        result = _decode_spark(input_path, output_path, registry, column, protocol, reader_schema, dead_letter)
-    elif engine == "local":
-        result = _decode_local(input_path, output_path, registry, column, protocol, reader_schema, dead_letter)
+        from .parquet_spark import decode_spark
+
+        result = decode_spark(files, output_path, registry, column, protocol, reader_schema, dead_letter)
     else:
-        raise ValueError(f"unknown engine {engine!r}, expected 'local' or 'spark'")
+        result = _decode_local(files, output_path, registry, column, protocol, reader_schema, dead_letter)
     stats: dict[str, Any] = dict(result)
     stats["seconds"] = time.perf_counter() - start
     stats["engine"] = engine
     return stats
 
 
+def pick_reader(registry: Any, files: list[Path], column: str, protocol: wire.Protocol, reader_schema: Any) -> Any:
+    """The reader schema: the one given, else the newest writer schema in the input the registry
+    knows, else None (no message can be decoded: every row is an error or a tombstone)."""
+    if reader_schema is not None:
+        return reader_schema
+    newest = None
+    for file in files:
+        found = newest_schema_id(file, column, protocol, registry)
+        if found is not None and (newest is None or (found > newest)):
+            newest = found
+    if newest is None:
+        return None
+    return MessageDecoder(registry, protocol=protocol).writer_schema(newest)
+
+
 def _decode_local(
-    input_path: Path,
-    output_path: str | Path,
-    registry: Any,
-    column: str,
-    protocol: wire.Protocol,
-    reader_schema: Any,
-    dead_letter: str | Path | None,
-) -> dict[str, Any]:
-    decoder = MessageDecoder(registry, protocol=protocol, reader_schema=reader_schema, on_error="null")
-    if reader_schema is None:
-        # one reader for the whole file (every batch must have the same columns): the newest writer
-        newest = newest_schema_id(input_path, column, protocol)
-        if newest is None:
-            raise SchemaError(f"no well-framed message in column {column!r}: cannot pick a reader schema")
-        decoder = MessageDecoder(
-            registry, protocol=protocol, reader_schema=decoder.writer_schema(newest), on_error="null"
-        )
-    assert decoder.arrow_schema is not None  # the reader is known now
-    out_schema = decoder.arrow_schema.append(pa.field("decode_error", ERROR_TYPE))
-    rows = errors = 0
-    with contextlib.ExitStack() as stack:
-        writer = stack.enter_context(pq.ParquetWriter(output_path, out_schema))
-        dead_writer = None
-        for raw in pq.ParquetFile(input_path).iter_batches(batch_size=_BATCH):
-            messages = raw.column(raw.schema.get_field_index(column))
-            batch, bad = decoder.decode(messages)
-            error_column = _error_column(len(batch), bad, rows)
-            writer.write_batch(pa.RecordBatch.from_arrays([*batch.columns, error_column], schema=out_schema))
-            rows += len(batch)
-            errors += len(bad)
-            if dead_letter and len(bad):
-                dead = (
-                    pa.Table.from_batches([raw])
-                    .take(bad["index"])
-                    .append_column("decode_error", error_column.take(bad["index"]))
-                )
-                if dead_writer is None:
-                    dead_writer = stack.enter_context(pq.ParquetWriter(dead_letter, dead.schema))
-                dead_writer.write_table(dead)
-    if dead_letter and dead_writer is None:
-        empty = pq.read_schema(input_path).append(pa.field("decode_error", ERROR_TYPE))
-        pq.write_table(empty.empty_table(), dead_letter)
-    return {"rows": rows, "decoded": rows - errors, "errors": errors}
-
-
-def _error_column(n: int, bad: pa.Table, first_row: int = 0) -> pa.Array:
-    """One error struct per row: null for good rows, (code, offset, message) for bad ones.
-
-    The decoder numbers messages within its batch; the messages here name the row in the file.
-    """
-    if not len(bad):
-        return pa.nulls(n, ERROR_TYPE)
-    index = bad["index"].to_numpy()
-    position = np.full(n, -1, dtype=np.int64)
-    position[index] = np.arange(len(index))
-    messages = [_renumber(text, int(i) + first_row) for text, i in zip(bad["message"].to_pylist(), index)]
-    structs = pa.StructArray.from_arrays(
-        [
-            bad["code"].combine_chunks().cast(pa.int32()),
-            bad["offset"].combine_chunks(),
-            pa.array(messages, pa.string()),
-        ],
-        fields=list(ERROR_TYPE),
-    )
-    taken = structs.take(pa.array(np.where(position >= 0, position, 0)))
-    mask = pa.array(position < 0)
-    return pa.StructArray.from_arrays([taken.field(i) for i in range(3)], fields=list(ERROR_TYPE), mask=mask)
-
-
-def _renumber(text: str, row: int) -> str:
-    head, sep, tail = text.rpartition("(message ")
-    if not sep:
-        return text
-    return f"{head}(message {row}, {tail.split(', ', 1)[1]}" if ", " in tail else text
-
-
-def _decode_spark(
-    input_path: Path,
+    files: list[Path],
     output_path: str | Path,
     registry: Any,
     column: str,
@@ -173,19 +159,78 @@ def _decode_spark(
     reader_schema: Any,
     dead_letter: str | Path | None,
 ) -> dict[str, int]:
-    from pyspark.sql import functions as F
+    reader = pick_reader(registry, files, column, protocol, reader_schema)
+    decoder = MessageDecoder(registry, protocol=protocol, reader_schema=reader, on_error="null") if reader else None
+    no_reader = MessageDecoder(registry, protocol=protocol, on_error="null")
+    columns, converters = contract_columns(decoder.arrow_schema) if decoder else (pa.schema([]), [])
+    out_schema = columns if dead_letter else columns.append(pa.field("decode_error", ERROR_TYPE))
+    dead_schema = dead_letter_schema(protocol)
+    out_folder = prepare_output(output_path)
+    dead_folder = prepare_output(dead_letter) if dead_letter else None
+    total = sum(pq.read_metadata(f).num_rows for f in files)
+    rows = errors = nulls = 0
+    with contextlib.ExitStack() as stack:
+        bar = stack.enter_context(_console.progress("decoding", total=total))
+        writer = stack.enter_context(pq.ParquetWriter(write_part(out_folder, 0), out_schema, store_schema=False))
+        dead_writer = None
+        if dead_folder is not None:
+            dead_writer = stack.enter_context(
+                pq.ParquetWriter(write_part(dead_folder, 0), dead_schema, store_schema=False)
+            )
+        for file in files:
+            for raw in pq.ParquetFile(file).iter_batches(batch_size=_BATCH, columns=[column]):
+                messages = raw.column(0)
+                good, bad = _decode_batch(decoder or no_reader, messages, columns, converters)
+                index = bad["index"].to_numpy().astype(np.int64)
+                texts = [number_text(t, int(i) + rows) for t, i in zip(bad["message"].to_pylist(), index)]
+                nulls += messages.null_count
+                if dead_writer is not None:
+                    keep = np.ones(len(messages), dtype=bool)
+                    keep[index] = False
+                    kept = [c.filter(pa.array(keep)) for c in good]
+                    writer.write_batch(pa.RecordBatch.from_arrays(kept, schema=out_schema))
+                    dead = dead_letter_table(
+                        index + rows, messages.take(pa.array(index)), bad["code"], bad["offset"], texts, protocol
+                    )
+                    dead_writer.write_table(dead)
+                else:
+                    error_column = _error_column(len(messages), index, bad, texts)
+                    writer.write_batch(pa.RecordBatch.from_arrays([*good, error_column], schema=out_schema))
+                rows += len(messages)
+                errors += len(index)
+                bar.advance(len(messages))
+    return {"rows": rows, "decoded": rows - errors - nulls, "errors": errors, "nulls": nulls}
 
-    from .. import spark as pcs
 
-    session = pcs.session(app_name="pulsar-codec-decode")
-    raw = session.read.parquet(str(input_path))
-    decoded = pcs.decode(raw, column, registry=registry, protocol=protocol, reader_schema=reader_schema).cache()
-    try:
-        decoded.select("decoded.*", "decode_error").write.mode("overwrite").parquet(str(output_path))
-        errors = decoded.where(F.col("decode_error").isNotNull())
-        if dead_letter:
-            errors.drop("decoded").write.mode("overwrite").parquet(str(dead_letter))
-        rows, bad = decoded.count(), errors.count()
-    finally:
-        decoded.unpersist()
-    return {"rows": rows, "decoded": rows - bad, "errors": bad}
+def _decode_batch(
+    decoder: MessageDecoder, messages: pa.Array, columns: pa.Schema, converters: list[Any]
+) -> tuple[list[pa.Array], pa.Table]:
+    """The batch's decoded columns in the contract's types, and the pipeline's errors table."""
+    if decoder.reader_schema is None:
+        # no reader: no message has an id the registry knows (or the input holds only tombstones and
+        # bad prefixes), so the pipeline reports every non-null message and no column decodes
+        result = decoder.decode(messages)
+        assert isinstance(result, Decoded)  # on_error="null"
+        return [], result.errors
+    result = decoder.decode(messages)
+    assert isinstance(result, Decoded)  # on_error="null"
+    return convert_batch(result.batch, columns, converters), result.errors
+
+
+def _error_column(n: int, index: np.ndarray, bad: pa.Table, texts: list[str]) -> pa.Array:
+    """One ``decode_error`` struct per row: null for good rows and tombstones."""
+    if not len(index):
+        return pa.nulls(n, ERROR_TYPE)
+    position = np.full(n, -1, dtype=np.int64)
+    position[index] = np.arange(len(index))
+    structs = pa.StructArray.from_arrays(
+        [
+            bad["code"].combine_chunks().cast(pa.int32()),
+            bad["offset"].combine_chunks(),
+            pa.array(texts, pa.string()),
+        ],
+        fields=list(ERROR_TYPE),
+    )
+    taken = structs.take(pa.array(np.where(position >= 0, position, 0)))
+    mask = pa.array(position < 0)
+    return pa.StructArray.from_arrays([taken.field(i) for i in range(3)], fields=list(ERROR_TYPE), mask=mask)

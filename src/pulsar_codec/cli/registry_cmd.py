@@ -7,20 +7,52 @@ Also the registry options shared with ``pulsar-codec decode`` (``--registry``, `
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._console import EXIT_FAILED, EXIT_OK, UsageError, say
+from ._console import EXIT_FAILED, EXIT_OK, QUIET, VERBOSE, UsageError, err, say, verbosity
 
 if TYPE_CHECKING:
     from ..registry import Registry
 
-__all__ = ["add_registry_options", "add_registry_parser", "cmd_registry", "open_registry", "read_schema_arg"]
+__all__ = [
+    "PASSWORD_VARIABLE",
+    "add_registry_options",
+    "add_registry_parser",
+    "cmd_registry",
+    "open_registry",
+    "read_schema_arg",
+    "registry_password",
+    "schema_version",
+]
+
+#: The environment variable a registry password is read from (``--password-file`` wins over it).
+PASSWORD_VARIABLE = "PULSAR_CODEC_REGISTRY_PASSWORD"
+
+
+def schema_version(value: str) -> int | str:
+    """``--version`` of ``registry get``/``check``: a version number (1, 2, ...) or ``latest``."""
+    if value.strip().lower() == "latest":
+        return "latest"
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"version must be a number from 1 up or 'latest', got {value!r}")
+    return number
 
 
 def open_registry(
-    spec: str, *, user: str | None = None, password: str | None = None, token: str | None = None
+    spec: str,
+    *,
+    user: str | None = None,
+    password: str | None = None,
+    token: str | None = None,
+    create: bool = True,
 ) -> Registry:
     """A registry client from the command line.
 
@@ -28,19 +60,25 @@ def open_registry(
     ----------
     spec : str
         An ``http(s)://`` URL of a Confluent-compatible registry, or the path of an embedded
-        SQLite registry (created if missing; its folder must exist).
+        SQLite registry (its folder must exist).
     user, password : str, optional
         Basic auth for a URL.
     token : str, optional
         Bearer token for a URL.
+    create : bool
+        Create a missing SQLite registry (``register``); read-only commands pass False and get
+        a :class:`UsageError` instead of a new, empty database.
 
     Raises
     ------
     UsageError
-        Both basic auth and a token were given.
+        Both basic auth and a token were given; no database at ``spec`` and ``create`` is False;
+        the file is not a registry database.
     FileNotFoundError
         The folder of the registry file does not exist.
     """
+    import sqlite3
+
     from ..registry import RegistryConfig
 
     if user and token:
@@ -51,7 +89,40 @@ def open_registry(
     path = Path(spec)
     if not path.parent.exists():
         raise FileNotFoundError(f"folder {path.parent} for the registry database does not exist")
-    return RegistryConfig(path=str(path)).build()
+    if not create and not path.is_file():
+        raise UsageError(f"no registry database at {path} (register a schema there first, or check the path)")
+    try:
+        return RegistryConfig(path=str(path)).build()
+    except sqlite3.DatabaseError as exc:
+        raise UsageError(f"{path} is not a registry database ({exc})") from None
+
+
+def registry_password(args: argparse.Namespace) -> str | None:
+    """The password of ``--password-file``, ``PULSAR_CODEC_REGISTRY_PASSWORD`` or ``--password``, in that order.
+
+    ``--password`` still works but warns: a command line is visible to every user of the machine.
+
+    Raises
+    ------
+    UsageError
+        ``--password-file`` and ``--password`` given together.
+    FileNotFoundError
+        The password file does not exist.
+    """
+    given = getattr(args, "password", None)
+    path = getattr(args, "password_file", None)
+    if given is not None and path is not None:
+        raise UsageError("give either --password-file or --password, not both")
+    if path is not None:
+        # one line; the newline an editor or `echo` adds is not part of the password
+        return Path(path).read_text().rstrip("\r\n")
+    if given is not None:
+        err(
+            "warning: --password shows the password to every user of this machine (process list); "
+            f"use --password-file PATH or the {PASSWORD_VARIABLE} variable"
+        )
+        return str(given)
+    return os.environ.get(PASSWORD_VARIABLE)
 
 
 def read_schema_arg(value: str) -> str:
@@ -80,20 +151,52 @@ def registered_json(found: Any) -> dict[str, Any]:
 
 def cmd_registry(args: argparse.Namespace) -> int:
     """Run one ``registry`` action; returns the exit code."""
+    if args.user and getattr(args, "token", None):
+        raise UsageError("give either --user/--password or --token, not both")
+    password = registry_password(args)
+    if args.user and not password:
+        raise UsageError(f"--user {args.user} needs a password: --password-file PATH or {PASSWORD_VARIABLE}")
+    if password and not args.user:
+        raise UsageError("a password needs --user")
     if args.registry_command == "serve":
-        from ..registry import server
-
-        auth = (args.user, args.password or "") if args.user else None
-        say(f"serving {args.path} on http://{args.host}:{args.port} (Ctrl-C stops)")
-        server.run(args.path, args.host, args.port, auth=auth)
-        return EXIT_OK
+        return _serve(args, password)
     if args.registry_command == "get" and args.id is None and not args.subject:
         raise UsageError("get needs --id or --subject")
-    registry = open_registry(args.registry, user=args.user, password=args.password, token=args.token)
+    registry = open_registry(
+        args.registry,
+        user=args.user,
+        password=password,
+        token=args.token,
+        create=args.registry_command == "register",
+    )
     try:
         return _query(registry, args)
     finally:
         registry.close()
+
+
+def _serve(args: argparse.Namespace, password: str | None) -> int:
+    import socket
+
+    from ..registry import server
+
+    path = Path(args.path)
+    if not path.parent.exists():
+        raise FileNotFoundError(f"folder {path.parent} for the registry database does not exist")
+    # bind before saying "serving": a busy port is a clear error, not a traceback after the banner
+    # (the probe is closed at once; the server binds the same address right after)
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    try:
+        socket.create_server((args.host, args.port), family=family).close()
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise UsageError(f"port {args.port} on {args.host} is already in use; choose another with --port") from None
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    auth = (args.user, password or "") if args.user else None
+    log_level = {QUIET: "warning", VERBOSE: "debug"}.get(verbosity(), "info")
+    say(f"serving {path} on http://{args.host}:{args.port} (Ctrl-C stops)")
+    server.run(str(path), args.host, args.port, auth=auth, log_level=log_level)
+    return EXIT_OK
 
 
 def _query(registry: Registry, args: argparse.Namespace) -> int:
@@ -117,6 +220,16 @@ def _query(registry: Registry, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_password_options(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--user", help=f"{what} basic-auth user")
+    parser.add_argument(
+        "--password-file",
+        metavar="PATH",
+        help=f"file holding the password for --user (or set {PASSWORD_VARIABLE})",
+    )
+    parser.add_argument("--password", help="the password itself (visible in the process list: prefer --password-file)")
+
+
 def add_registry_options(parser: argparse.ArgumentParser) -> None:
     """``--registry`` and its credentials, for every command that opens a registry."""
     parser.add_argument(
@@ -125,9 +238,18 @@ def add_registry_options(parser: argparse.ArgumentParser) -> None:
         metavar="URL|PATH",
         help="Confluent-compatible registry URL, or the path of an embedded SQLite registry",
     )
-    parser.add_argument("--user", help="basic-auth user for the registry")
-    parser.add_argument("--password", help="basic-auth password (prefer the PULSAR_CODEC_REGISTRY_PASSWORD variable)")
+    _add_password_options(parser, "the registry's")
     parser.add_argument("--token", help="bearer token for the registry")
+
+
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 0 to 65535, got {value!r}")
+    return port
 
 
 def add_registry_parser(sub: Any) -> None:
@@ -141,9 +263,8 @@ def add_registry_parser(sub: Any) -> None:
     serve = actions.add_parser("serve", help="serve an embedded SQLite registry over the Confluent REST API")
     serve.add_argument("path", help="registry database file (created if missing)")
     serve.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8081, help="port (default 8081)")
-    serve.add_argument("--user", help="require basic auth with this user")
-    serve.add_argument("--password", help="password for --user")
+    serve.add_argument("--port", type=_port, default=8081, help="port (default 8081)")
+    _add_password_options(serve, "require this")
 
     register = actions.add_parser("register", help="register a schema under a subject; prints its id")
     add_registry_options(register)
@@ -155,7 +276,7 @@ def add_registry_parser(sub: Any) -> None:
     add_registry_options(get)
     get.add_argument("--id", type=int)
     get.add_argument("--subject")
-    get.add_argument("--version", default="latest")
+    get.add_argument("--version", type=schema_version, default="latest", help="a version number or latest")
 
     check = actions.add_parser(
         "check", help="check a schema against a subject's compatibility level (exit 1 if incompatible)"
@@ -163,7 +284,9 @@ def add_registry_parser(sub: Any) -> None:
     add_registry_options(check)
     check.add_argument("--subject", required=True)
     check.add_argument("--schema", required=True, help="schema JSON, or @file")
-    check.add_argument("--version", default="latest")
+    check.add_argument(
+        "--version", type=schema_version, default="latest", help="the version to check against (default latest)"
+    )
 
     listing = actions.add_parser("list", help="list subjects, or the versions of --subject")
     add_registry_options(listing)

@@ -20,7 +20,7 @@ import pyarrow as pa
 from .. import wire
 from .._arrow import Chunk, binary_chunks
 from .._cache import LRU
-from .._unframe import PREFIX_SIZE, registry_key, row_keys, single_id, unframe_parts, wide
+from .._unframe import PREFIX_SIZE, inflate_chunks, registry_key, row_keys, single_id, unframe_parts, wide
 from ..errors import ErrorCode, SchemaError, SchemaNotFoundError, error_for, raise_for
 from ..formats import get_format
 from ..formats.base import Decoded, DecodePlan, PayloadFormat, Segment, check_on_error, errors_table
@@ -376,6 +376,7 @@ class MessageDecoder:
         protocol = self.protocol
         chunks, total = binary_chunks(messages, native_offsets=True)
         wire_errors: list[tuple[Any, ...]] = []
+        chunks = inflate_chunks(chunks, protocol, keep_going, wire_errors)  # zlib AWS Glue bodies
         single = single_id(chunks, protocol)
         if single is not None:
             # one schema id, every prefix valid: the payload format skips the fixed prefix itself

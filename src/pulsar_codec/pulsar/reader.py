@@ -19,7 +19,7 @@ Limits of the Python client, and what they mean here
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -248,9 +248,15 @@ def _next_bounded(reader: Any, topic: str, timeout_ms: int, *, probe: bool) -> A
         ) from None
 
 
-def _client_for(client_or_url: Any, client_options: dict[str, Any] | None) -> tuple[Any, bool]:
+def _client_for(client_or_url: Any, client_options: dict[str, Any] | None, timeout_ms: int) -> tuple[Any, bool]:
     if isinstance(client_or_url, str):
-        options = {"logger": _pulsar_client.ConsoleLogger(_pulsar.LoggerLevel.Warn)}
+        # the client's own defaults wait 30 s for an unreachable broker, retrying and logging each
+        # attempt; a read bounded by timeout_ms gives up connecting in the same time
+        options: dict[str, Any] = {
+            "logger": _pulsar_client.ConsoleLogger(_pulsar.LoggerLevel.Warn),
+            "operation_timeout_seconds": max(1, -(-timeout_ms // 1000)),
+            "connection_timeout_ms": timeout_ms,
+        }
         options.update(client_options or {})
         return _pulsar_client.Client(client_or_url, **options), True
     if client_options:
@@ -266,7 +272,7 @@ def read_batches(
     start: Any = "earliest",
     end: Any = "latest",
     start_inclusive: bool = False,
-    timeout_ms: int = 30_000,
+    timeout_ms: int = 10_000,
     key_encoding: str = "raw",
     limit: int | None = None,
     receiver_queue_size: int = 1000,
@@ -299,7 +305,10 @@ def read_batches(
         With a message-id ``start``, include that message (Pulsar's default is to start after it).
     timeout_ms : int
         How long to wait for one message the broker says is available (bounded reads raise
-        ``TimeoutError`` past it), or the idle time before a partial batch (``end=None``).
+        ``TimeoutError`` past it), or the idle time before a partial batch (``end=None``). With a
+        service URL it also bounds connecting and each broker operation (``connection_timeout_ms``
+        and ``operation_timeout_seconds`` of the client, unless ``client_options`` set them), so an
+        unreachable broker fails within about this time.
     key_encoding : {"raw", "base64"}
         How ``key_bytes`` is derived from the partition key: its UTF-8 bytes, or Base64-decoded
         (keys of Java SEPARATED-KeyValue producers and of :func:`send_keyvalue`). The Python
@@ -309,7 +318,8 @@ def read_batches(
     receiver_queue_size : int
         The reader's prefetch queue.
     client_options : dict, optional
-        Keyword arguments for ``pulsar.Client`` when a URL is given.
+        Keyword arguments for ``pulsar.Client`` when a URL is given (``logger`` defaults to the
+        client's console logger at warning level).
 
     Yields
     ------
@@ -336,7 +346,7 @@ def read_batches(
     check_key_encoding(key_encoding)
     start_id, seek_time = _start_position(start)
     stop = _End(end)
-    client, owned = _client_for(client_or_url, client_options)
+    client, owned = _client_for(client_or_url, client_options, timeout_ms)
     reader = None
     try:
         partitions = 1
@@ -405,6 +415,7 @@ def dump_to_parquet(
     path: str | Path,
     *,
     compression: str = "zstd",
+    on_batch: Callable[[int], None] | None = None,
     **read_options: Any,
 ) -> int:
     """Write a topic's raw messages to a Parquet file (schema :data:`MESSAGE_SCHEMA`).
@@ -418,6 +429,8 @@ def dump_to_parquet(
         The Parquet file; written even when no message is read (zero rows).
     compression : str
         Parquet codec (``"zstd"``, ``"snappy"``, ``"none"``, ...).
+    on_batch : callable, optional
+        Called with the number of messages of each batch once it is written (progress reports).
     **read_options
         Passed to :func:`read_batches` (``start``, ``end``, ``batch_size``, ``key_encoding``,
         ``limit``, ``timeout_ms``, ...). ``end=None`` (follow) is refused: a dump is bounded.
@@ -434,6 +447,8 @@ def dump_to_parquet(
         for batch in read_batches(client_or_url, topic, **read_options):
             writer.write_batch(batch)
             rows += batch.num_rows
+            if on_batch is not None:
+                on_batch(batch.num_rows)
     return rows
 
 

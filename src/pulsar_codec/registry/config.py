@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .base import Registry
 
-__all__ = ["RegistryConfig"]
+__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "DEFAULT_TOTAL_TIMEOUT", "RegistryConfig"]
+
+DEFAULT_TOTAL_TIMEOUT = 10.0  # seconds one HTTP registry operation may take, retries included
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 2**20  # largest registry answer the HTTP client reads
 
 _SECRET = frozenset({"auth", "token"})
 
@@ -33,7 +36,7 @@ class RegistryConfig:
     Exactly one of ``url`` and ``path`` is given. The other fields are the options of
     :class:`~pulsar_codec.registry.ConfluentRegistry` (for ``url``); ``timeout`` also applies to
     :class:`~pulsar_codec.registry.LocalRegistry` (seconds to wait for the database lock; the read
-    timeout when it is a pair). The config is frozen, hashable and picklable (unless ``verify`` is
+    timeout when it is a pair). A ``timeout`` of None uses each client's own default. The config is frozen, hashable and picklable (unless ``verify`` is
     an ``ssl.SSLContext``), and its ``repr`` never shows credentials.
 
     Parameters
@@ -46,8 +49,8 @@ class RegistryConfig:
     auth : (user, password), optional
     token : str, optional
         Bearer token.
-    timeout : float or (connect, read)
-    retries, backoff, max_backoff, verify, cert, cache_size
+    timeout : float or (connect, read), optional
+    retries, backoff, max_backoff, verify, cert, cache_size, total_timeout, max_response_bytes
         As for :class:`~pulsar_codec.registry.ConfluentRegistry`.
     """
 
@@ -55,13 +58,15 @@ class RegistryConfig:
     path: str | None = None
     auth: tuple[str, str] | None = field(default=None, repr=False)
     token: str | None = field(default=None, repr=False)
-    timeout: float | tuple[float, float] = (5.0, 30.0)
+    timeout: float | tuple[float, float] | None = None
     retries: int = 3
     backoff: float = 0.2
     max_backoff: float = 5.0
     verify: Any = True
     cert: Any = None
     cache_size: int = 1000
+    total_timeout: float | None = DEFAULT_TOTAL_TIMEOUT
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 
     def __post_init__(self) -> None:
         if (self.url is None) == (self.path is None):
@@ -82,9 +87,14 @@ class RegistryConfig:
             user, password = self.auth
             object.__setattr__(self, "auth", (str(user), str(password)))
         timeout = self.timeout
-        object.__setattr__(
-            self, "timeout", float(timeout) if isinstance(timeout, (int, float)) else tuple(float(t) for t in timeout)
-        )
+        if timeout is not None:
+            object.__setattr__(
+                self,
+                "timeout",
+                float(timeout) if isinstance(timeout, (int, float)) else tuple(float(t) for t in timeout),
+            )
+        if self.total_timeout is not None:
+            object.__setattr__(self, "total_timeout", float(self.total_timeout))
         object.__setattr__(self, "verify", _freeze(self.verify))
         object.__setattr__(self, "cert", _freeze(self.cert))
 
@@ -120,13 +130,25 @@ class RegistryConfig:
         """True for an in-memory embedded registry: building it gives a new, empty one."""
         return self.path in ("", ":memory:")
 
-    def build(self) -> Registry:
-        """Open a new client for this configuration."""
-        if self.path is not None:
-            from .local import LocalRegistry
+    def build(self, *, create: bool = True) -> Registry:
+        """Open a new client for this configuration.
 
-            timeout = self.timeout if isinstance(self.timeout, float) else self.timeout[1]
-            return LocalRegistry(self.path, timeout=timeout)
+        Parameters
+        ----------
+        create : bool, default True
+            For a ``path``: create the database file when it is missing. ``create=False`` opens
+            an existing registry only (read-only commands), raising
+            :class:`~pulsar_codec.errors.RegistryError` when there is none. Ignored for a ``url``.
+        """
+        if self.path is not None:
+            from .local import DEFAULT_LOCK_TIMEOUT, LocalRegistry
+
+            timeout = self.timeout
+            if timeout is None:
+                timeout = DEFAULT_LOCK_TIMEOUT
+            elif not isinstance(timeout, float):
+                timeout = timeout[1]
+            return LocalRegistry(self.path, timeout=timeout, create=create)
         from .http import ConfluentRegistry
 
         assert self.url is not None  # __post_init__ checked that one of url / path is set
@@ -141,6 +163,8 @@ class RegistryConfig:
             verify=self.verify,
             cert=self.cert,
             cache_size=self.cache_size,
+            total_timeout=self.total_timeout,
+            max_response_bytes=self.max_response_bytes,
         )
 
     def __repr__(self) -> str:

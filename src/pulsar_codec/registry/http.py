@@ -6,6 +6,7 @@ Needs the ``registry`` extra (httpx).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -18,20 +19,24 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 from .. import compat
 from .._cache import LRU
 from ..compat import CompatibilityResult, Incompatibility, Strategy
-from ..errors import IncompatibleSchemaError, RegistryError, SchemaError
+from ..errors import IncompatibleSchemaError, RegistryError, RegistryUnreachableError, SchemaError
+from ._answers import Scrubber, expect_int, expect_list, expect_object
 from .base import ErrorCodes, RegisteredSchema, Registry, not_found, schema_text
-from .config import RegistryConfig
+from .config import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TOTAL_TIMEOUT, RegistryConfig
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["ConfluentRegistry"]
+__all__ = ["DEFAULT_TIMEOUT", "ConfluentRegistry"]
 
 log = logging.getLogger(__name__)
 
 _CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 _ACCEPT = "application/vnd.schemaregistry.v1+json, application/vnd.schemaregistry+json, application/json"
 _RETRY_STATUS = frozenset({500, 502, 503, 504})
+_UNAVAILABLE_STATUS = frozenset({502, 503, 504})  # after the retries: the registry cannot be reached
+DEFAULT_TIMEOUT = (3.0, 10.0)  # seconds: (connect, read) of one attempt
+_ENTITY = {"id": int, "schema": str}  # what a subject-version answer must hold
 _NOT_FOUND = frozenset({ErrorCodes.SUBJECT_NOT_FOUND, ErrorCodes.VERSION_NOT_FOUND, ErrorCodes.SCHEMA_NOT_FOUND})
 
 
@@ -96,11 +101,14 @@ class ConfluentRegistry(Registry):
         HTTP basic authentication.
     token : str, optional
         Bearer token (``Authorization: Bearer <token>``), for registries behind OAuth.
-    timeout : float or (connect, read), default (5.0, 30.0)
-        Seconds to wait for a connection and for an answer.
+    timeout : float or (connect, read), default (3.0, 10.0)
+        Seconds one attempt waits for a connection and for each read of the answer.
     retries : int, default 3
         Extra attempts after a connection error, a timeout or a 5xx answer (500, 502, 503, 504);
         4xx answers are never retried.
+    total_timeout : float or None, default 10.0
+        Seconds one operation may take with all its attempts and waits; each attempt's timeouts
+        are cut to what is left, and no retry starts past it. None: no overall limit.
     backoff : float, default 0.2
         First wait between attempts, in seconds; it doubles each time (with jitter, at most
         ``max_backoff``).
@@ -111,12 +119,25 @@ class ConfluentRegistry(Registry):
         Client certificate for mutual TLS.
     cache_size : int, default 1000
         Entries kept in each cache (id -> schema, (subject, schema) -> id); 0 disables them.
+    max_response_bytes : int, default 64 MiB
+        Largest answer read (counted while it streams in, after content decoding); a larger one
+        raises :class:`~pulsar_codec.errors.RegistryError`.
+
+    Raises
+    ------
+    RegistryUnreachableError
+        From any operation, when the registry cannot be reached: connection refused or reset,
+        DNS or TLS failure, timeouts, or 502/503/504 after the retries.
+    RegistryError
+        Any other failure: an error answer, or a success answer of the wrong shape (naming the
+        method and URL, never the credentials).
 
     Notes
     -----
     Schemas are immutable per id, so fetched schemas are cached; registrations and lookups are
     cached per subject and forgotten when this client deletes from that subject. Credentials never
-    appear in ``repr``, exception messages or log records.
+    appear in ``repr``, exception messages or log records: text the server sends back (error and
+    compatibility messages) is scrubbed of them and of any ``Authorization`` header it echoes.
     """
 
     def __init__(
@@ -125,13 +146,15 @@ class ConfluentRegistry(Registry):
         *,
         auth: tuple[str, str] | None = None,
         token: str | None = None,
-        timeout: float | tuple[float, float] = (5.0, 30.0),
+        timeout: float | tuple[float, float] | None = DEFAULT_TIMEOUT,
         retries: int = 3,
         backoff: float = 0.2,
         max_backoff: float = 5.0,
         verify: TLSVerify = True,
         cert: Any = None,
         cache_size: int = 1000,
+        total_timeout: float | None = DEFAULT_TOTAL_TIMEOUT,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         _require_httpx()
         import httpx
@@ -141,6 +164,9 @@ class ConfluentRegistry(Registry):
         if auth is not None and token is not None:
             raise ValueError("give either auth (basic) or token (bearer), not both")
         self._auth_kind = "basic" if auth is not None else "bearer" if token is not None else None
+        self._scrub = Scrubber(auth, token)
+        if timeout is None:
+            timeout = DEFAULT_TIMEOUT
         if isinstance(timeout, (int, float)):
             connect = read = float(timeout)
         else:
@@ -148,6 +174,9 @@ class ConfluentRegistry(Registry):
         self.retries = max(int(retries), 0)
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
+        self.total_timeout = None if total_timeout is None else float(total_timeout)
+        self.max_response_bytes = int(max_response_bytes)
+        self._timeouts = (connect, read)
         self._client: httpx.Client = httpx.Client(
             base_url=self.url,
             auth=_auth(auth, token),
@@ -169,6 +198,8 @@ class ConfluentRegistry(Registry):
             verify=verify,
             cert=cert,
             cache_size=cache_size,
+            total_timeout=total_timeout,
+            max_response_bytes=max_response_bytes,
         )
 
     def __repr__(self) -> str:
@@ -187,41 +218,85 @@ class ConfluentRegistry(Registry):
     # ---------------------------------------------------------------------------- transport
 
     def _request(self, method: str, path: str, *, params: dict[str, str] | None = None, body: Any = None) -> Any:
+        """The decoded JSON answer (None for an empty one), after the bounded retries."""
         import httpx  # loaded by the constructor
 
         headers = {"Content-Type": _CONTENT_TYPE} if body is not None else None
+        where = f"{method} {self.url}{path}"
         attempts = self.retries + 1
+        deadline = None if self.total_timeout is None else time.monotonic() + self.total_timeout
         for attempt in range(1, attempts + 1):
             try:
-                response = self._client.request(method, path, params=params, json=body, headers=headers)
+                status, reason, content = self._send(method, path, params, body, headers, deadline)
             except httpx.TransportError as exc:
                 # connection refused or reset, DNS, TLS, timeouts: the request may not have arrived
                 problem = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
-                if attempt == attempts:
-                    raise RegistryError(
-                        f"{method} {self.url}{path} {problem} after {attempts} attempt(s): {type(exc).__name__}"
+                if attempt == attempts or not self._wait(attempt, type(exc).__name__, method, path, deadline):
+                    raise RegistryUnreachableError(
+                        f"{where} {problem} after {attempt} attempt(s): {type(exc).__name__}"
                     ) from None
-                self._wait(attempt, f"{type(exc).__name__}", method, path)
                 continue
-            if response.status_code in _RETRY_STATUS and attempt < attempts:
-                self._wait(attempt, f"HTTP {response.status_code}", method, path)
-                continue
-            if response.is_success:
-                if response.status_code == 204 or not response.content:
+            if status in _RETRY_STATUS and attempt < attempts:
+                if self._wait(attempt, f"HTTP {status}", method, path, deadline):
+                    continue
+            if 200 <= status < 300:
+                if status == 204 or not content:
                     return None
                 try:
-                    return response.json()
-                except ValueError:
-                    raise RegistryError(
-                        f"{method} {self.url}{path} answered with a body that is not JSON",
-                        status=response.status_code,
-                    ) from None
-            raise self._error(method, path, response, attempt)
+                    return json.loads(content)
+                except (ValueError, RecursionError):
+                    raise RegistryError(f"{where} answered with a body that is not JSON", status=status) from None
+            raise self._error(where, status, reason, content, attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _wait(self, attempt: int, why: str, method: str, path: str) -> None:
+    def _send(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, str] | None,
+        body: Any,
+        headers: dict[str, str] | None,
+        deadline: float | None,
+    ) -> tuple[int, str, bytes]:
+        """One attempt: (status, reason phrase, body), the body read in pieces up to the size cap."""
+        import httpx
+
+        connect, read = self._timeouts
+        if deadline is not None:  # no attempt outlives the operation's budget
+            left = max(deadline - time.monotonic(), 0.001)
+            connect, read = min(connect, left), min(read, left)
+        timeout = httpx.Timeout(connect=connect, read=read, write=read, pool=connect)
+        request = self._client.build_request(method, path, params=params, json=body, headers=headers, timeout=timeout)
+        response = self._client.send(request, stream=True)
+        try:
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > self.max_response_bytes:
+                raise self._too_large(method, path, response.status_code)
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > self.max_response_bytes:
+                    raise self._too_large(method, path, response.status_code)
+                if deadline is not None and time.monotonic() > deadline:
+                    raise httpx.ReadTimeout("the answer took longer than total_timeout", request=request)
+                chunks.append(chunk)
+        finally:
+            response.close()
+        return response.status_code, response.reason_phrase, b"".join(chunks)
+
+    def _too_large(self, method: str, path: str, status: int) -> RegistryError:
+        return RegistryError(
+            f"{method} {self.url}{path} answered with more than max_response_bytes ({self.max_response_bytes} bytes)",
+            status=status,
+        )
+
+    def _wait(self, attempt: int, why: str, method: str, path: str, deadline: float | None) -> bool:
+        """Sleep before the next attempt; False (without sleeping) when that would pass the deadline."""
         delay = min(self.backoff * 2 ** (attempt - 1), self.max_backoff)
         delay *= random.uniform(0.5, 1.0)  # jitter, so many clients do not retry in step
+        if deadline is not None and time.monotonic() + delay >= deadline:
+            return False
         log.warning(
             "schema registry %s %s: %s; retrying in %.2fs (attempt %d of %d)",
             method,
@@ -232,23 +307,23 @@ class ConfluentRegistry(Registry):
             self.retries + 1,
         )
         time.sleep(delay)
+        return True
 
-    def _error(self, method: str, path: str, response: httpx.Response, attempts: int) -> Exception:
-        status = response.status_code
+    def _error(self, where: str, status: int, reason: str, content: bytes, attempts: int) -> Exception:
         code: Any = None
         message: Any = None
         try:
-            body = response.json()
+            body = json.loads(content) if content else None
             if isinstance(body, dict):
                 code, message = body.get("error_code"), body.get("message")
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
-        if not isinstance(code, int):
+        if not isinstance(code, int) or isinstance(code, bool):
             code = None
-        where = f"{method} {self.url}{path}"
         if status in (401, 403):
             return RegistryError(f"{where}: authentication failed (HTTP {status})", status=status, error_code=code)
-        message = str(message or response.reason_phrase or f"HTTP {status}")
+        # the server's words, without credentials a proxy may have echoed
+        message = self._scrub(str(message or reason or f"HTTP {status}"))
         if status == 404 and code in _NOT_FOUND:
             return not_found(message, code)
         if status == 409 or code == ErrorCodes.INCOMPATIBLE_SCHEMA:
@@ -259,8 +334,12 @@ class ConfluentRegistry(Registry):
             invalid = SchemaError(message)
             invalid.status, invalid.error_code = status, code
             return invalid
-        suffix = f" after {attempts} attempt(s)" if status in _RETRY_STATUS else ""
-        return RegistryError(f"{where}: {message} (HTTP {status}){suffix}", status=status, error_code=code)
+        if status in _RETRY_STATUS:
+            cls = RegistryUnreachableError if status in _UNAVAILABLE_STATUS else RegistryError
+            return cls(
+                f"{where}: {message} (HTTP {status}) after {attempts} attempt(s)", status=status, error_code=code
+            )
+        return RegistryError(f"{where}: {message} (HTTP {status})", status=status, error_code=code)
 
     # ---------------------------------------------------------------------------- helpers
 
@@ -280,7 +359,7 @@ class ConfluentRegistry(Registry):
     def _key(schema: str, schema_type: str) -> str:
         try:
             return compat.fingerprint(schema, schema_type)
-        except SchemaError:
+        except (SchemaError, RecursionError):
             return f"{schema_type}\n{schema}"
 
     @staticmethod
@@ -290,15 +369,38 @@ class ConfluentRegistry(Registry):
             body["schemaType"] = schema_type
         return body
 
-    @staticmethod
-    def _entity(data: dict[str, Any], subject: str | None = None) -> RegisteredSchema:
-        version = data.get("version")
+    def _object(
+        self,
+        method: str,
+        path: str,
+        required: dict[str, type],
+        optional: dict[str, type] | None = None,
+        *,
+        params: dict[str, str] | None = None,
+        body: Any = None,
+    ) -> dict[str, Any]:
+        """The answer of a call that returns a JSON object, checked for ``required`` fields."""
+        data = self._request(method, path, params=params, body=body)
+        return expect_object(f"{method} {self.url}{path}", data, required, optional)
+
+    def _list(self, method: str, path: str, item: type, *, params: dict[str, str] | None = None) -> list[Any]:
+        """The answer of a call that returns a JSON array of ``item`` values."""
+        data = self._request(method, path, params=params)
+        return expect_list(f"{method} {self.url}{path}", data, item)
+
+    def _entity(
+        self, method: str, path: str, subject: str, *, params: dict[str, str] | None = None, body: Any = None
+    ) -> RegisteredSchema:
+        """A subject-version answer (``id``, ``schema``, ``version``, ...) as a RegisteredSchema."""
+        data = self._object(
+            method, path, _ENTITY, {"version": int, "subject": str, "schemaType": str}, params=params, body=body
+        )
         return RegisteredSchema(
-            int(data["id"]),
-            str(data["schema"]),
+            data["id"],
+            data["schema"],
             str(data.get("schemaType") or "AVRO").upper(),
-            data.get("subject", subject),
-            None if version is None else int(version),
+            data.get("subject") or subject,
+            data.get("version"),
         )
 
     def _forget_subject(self, subject: str) -> None:
@@ -313,8 +415,8 @@ class ConfluentRegistry(Registry):
         cached = self._by_schema.get(key)
         if cached is not None:
             return cached
-        data = self._request("POST", f"/subjects/{self._subject(subject)}/versions", body=self._body(text, schema_type))
-        schema_id = int(data["id"])
+        path = f"/subjects/{self._subject(subject)}/versions"
+        schema_id: int = self._object("POST", path, {"id": int}, body=self._body(text, schema_type))["id"]
         self._by_schema.put(key, schema_id)
         return schema_id
 
@@ -324,52 +426,51 @@ class ConfluentRegistry(Registry):
         cached = self._by_id.get(schema_id)
         if cached is not None:
             return cached
-        data = self._request("GET", f"/schemas/ids/{schema_id}")
-        got = RegisteredSchema(schema_id, str(data["schema"]), str(data.get("schemaType") or "AVRO").upper())
+        data = self._object("GET", f"/schemas/ids/{schema_id}", {"schema": str}, {"schemaType": str})
+        got = RegisteredSchema(schema_id, data["schema"], str(data.get("schemaType") or "AVRO").upper())
         return self._by_id.put(schema_id, got)
 
     def get_schema_versions(self, schema_id: int, deleted: bool = False) -> list[tuple[str, int]]:
         """The (subject, version) pairs that use this schema id."""
         params = {"deleted": "true"} if deleted else None
-        data = self._request("GET", f"/schemas/ids/{int(schema_id)}/versions", params=params)
-        return [(str(item["subject"]), int(item["version"])) for item in data]
+        path = f"/schemas/ids/{int(schema_id)}/versions"
+        items = self._list("GET", path, dict, params=params)
+        where = f"GET {self.url}{path}"
+        return [
+            (item["subject"], item["version"])
+            for item in (expect_object(where, i, {"subject": str, "version": int}) for i in items)
+        ]
 
     def get_version(self, subject: str, version: int | str = "latest", deleted: bool = False) -> RegisteredSchema:
         """One version of a subject (``"latest"`` or ``-1``: the newest)."""
         params = {"deleted": "true"} if deleted else None
         path = f"/subjects/{self._subject(subject)}/versions/{self._version(version)}"
-        return self._entity(self._request("GET", path, params=params), subject)
+        return self._entity("GET", path, subject, params=params)
 
     def lookup(self, subject: str, schema: Any, schema_type: str = "AVRO", deleted: bool = False) -> RegisteredSchema:
         """The version of ``subject`` holding ``schema`` (the registry compares them)."""
         text, schema_type = schema_text(schema), (schema_type or "AVRO").upper()
         params = {"deleted": "true"} if deleted else None
-        data = self._request(
-            "POST", f"/subjects/{self._subject(subject)}", params=params, body=self._body(text, schema_type)
-        )
-        found = self._entity(data, subject)
+        path = f"/subjects/{self._subject(subject)}"
+        found = self._entity("POST", path, subject, params=params, body=self._body(text, schema_type))
         if not deleted:
             self._by_schema.put((subject, self._key(text, schema_type)), found.id)
         return found
 
     def list_subjects(self, deleted: bool = False) -> list[str]:
         """Subject names, sorted."""
-        return sorted(
-            str(s) for s in self._request("GET", "/subjects", params={"deleted": "true"} if deleted else None)
-        )
+        return sorted(self._list("GET", "/subjects", str, params={"deleted": "true"} if deleted else None))
 
     def list_versions(self, subject: str, deleted: bool = False) -> list[int]:
         """Version numbers of a subject, ascending."""
         params = {"deleted": "true"} if deleted else None
-        return sorted(
-            int(v) for v in self._request("GET", f"/subjects/{self._subject(subject)}/versions", params=params)
-        )
+        return sorted(self._list("GET", f"/subjects/{self._subject(subject)}/versions", int, params=params))
 
     def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
         """Soft-delete a subject's versions (``permanent=True``: remove them, after a soft delete)."""
         params = {"permanent": "true"} if permanent else None
         try:
-            return [int(v) for v in self._request("DELETE", f"/subjects/{self._subject(subject)}", params=params)]
+            return self._list("DELETE", f"/subjects/{self._subject(subject)}", int, params=params)
         finally:
             self._forget_subject(subject)
 
@@ -378,7 +479,7 @@ class ConfluentRegistry(Registry):
         params = {"permanent": "true"} if permanent else None
         path = f"/subjects/{self._subject(subject)}/versions/{self._version(version)}"
         try:
-            return int(self._request("DELETE", path, params=params))
+            return expect_int(f"DELETE {self.url}{path}", self._request("DELETE", path, params=params))
         finally:
             self._forget_subject(subject)
 
@@ -391,24 +492,35 @@ class ConfluentRegistry(Registry):
         path = f"/compatibility/subjects/{self._subject(subject)}/versions"
         if version is not None:
             path += f"/{self._version(version)}"
-        data = self._request("POST", path, params={"verbose": "true"}, body=self._body(text, schema_type))
-        if data.get("is_compatible"):
+        data = self._object(
+            "POST",
+            path,
+            {"is_compatible": bool},
+            {"messages": list},
+            params={"verbose": "true"},
+            body=self._body(text, schema_type),
+        )
+        if data["is_compatible"]:
             return CompatibilityResult.ok()
         messages = data.get("messages") or ["the registry reports the schema as incompatible"]
-        return CompatibilityResult(False, tuple(Incompatibility("", "", "", str(m)) for m in messages))
+        return CompatibilityResult(False, tuple(Incompatibility("", "", "", self._scrub(str(m))) for m in messages))
 
     def get_compatibility(self, subject: str | None = None) -> str:
         """The subject's level if one is set, else the global level."""
         if subject is None:
-            return str(self._request("GET", "/config")["compatibilityLevel"])
-        data = self._request("GET", f"/config/{self._subject(subject)}", params={"defaultToGlobal": "true"})
-        return str(data["compatibilityLevel"])
+            data = self._object("GET", "/config", {"compatibilityLevel": str})
+        else:
+            path = f"/config/{self._subject(subject)}"
+            data = self._object("GET", path, {"compatibilityLevel": str}, params={"defaultToGlobal": "true"})
+        level: str = data["compatibilityLevel"]
+        return level
 
     def set_compatibility(self, level: Strategy | str, subject: str | None = None) -> str:
         """Set the global level, or one subject's; returns the level set."""
         name = Strategy.parse(level).value
         path = "/config" if subject is None else f"/config/{self._subject(subject)}"
-        return str(self._request("PUT", path, body={"compatibility": name})["compatibility"])
+        answer = self._object("PUT", path, {"compatibility": str}, body={"compatibility": name})
+        return str(answer["compatibility"])
 
     def delete_compatibility(self, subject: str) -> None:
         """Remove a subject's level so the global one applies."""

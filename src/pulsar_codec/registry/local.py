@@ -18,6 +18,11 @@ Semantics follow the Confluent Schema Registry:
   rules yet (JSON Schema, Protobuf) has no content check (only ``ALWAYS_INCOMPATIBLE`` rejects it),
   and a change of schema type is incompatible.
 
+Opening: ``LocalRegistry(path)`` creates the file when it is missing; ``LocalRegistry(path,
+create=False)`` opens an existing registry only (read-only tools use it, so a typo never leaves an
+empty database behind) and raises :class:`~pulsar_codec.errors.RegistryError` when there is none.
+Database failures (a locked, corrupt or foreign file) raise ``RegistryError`` naming the file.
+
 Concurrency: each thread uses its own connection to the file, the database runs in WAL mode with a
 busy timeout, and every write is one ``BEGIN IMMEDIATE`` transaction (the compatibility check
 reads inside it), so concurrent registrations from threads or processes serialise, ids stay
@@ -33,6 +38,7 @@ import threading
 import time
 from collections.abc import Iterator
 from typing import Any, NamedTuple, cast
+from urllib.parse import quote
 
 from .. import compat
 from ..compat import CompatibilityResult, Strategy
@@ -50,7 +56,11 @@ from .base import (
 )
 from .config import RegistryConfig
 
-__all__ = ["LocalRegistry"]
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "LocalRegistry"]
+
+DEFAULT_LOCK_TIMEOUT = 30.0  # seconds a write waits for another writer
+_MAX_ID = 2**63 - 1  # SQLite's integer range: a larger id is not in any registry
+_TABLES = frozenset({"schemas", "versions", "config"})
 
 _DDL = (
     """CREATE TABLE IF NOT EXISTS schemas (
@@ -99,6 +109,19 @@ def _schema_type(schema_type: str | None) -> str:
     return name
 
 
+@contextlib.contextmanager
+def _schema_depth() -> Iterator[None]:
+    """Turn a RecursionError from parsing or comparing a deeply nested schema into a SchemaError.
+
+    The Avro parser refuses schemas nested past its documented limit with a SchemaError; this
+    catches whatever path still recurses (another format, the compatibility walk) the same way.
+    """
+    try:
+        yield
+    except RecursionError:
+        raise SchemaError("schema nested too deeply to be parsed") from None
+
+
 def _non_transitive(strategy: Strategy) -> Strategy:
     return Strategy.parse(strategy.value.removesuffix("_TRANSITIVE"))
 
@@ -119,13 +142,14 @@ def _evaluate(text: str, schema_type: str, targets: list[_Row], strategy: Strate
             for r in mismatched
         )
     # check_strategy picks the latest of the list for non-transitive levels: targets is already it
-    return compat.check_strategy(
-        text,
-        [r.schema for r in targets],
-        strategy,
-        labels=[f"version {r.version}" for r in targets],
-        schema_type=schema_type,
-    )
+    with _schema_depth():
+        return compat.check_strategy(
+            text,
+            [r.schema for r in targets],
+            strategy,
+            labels=[f"version {r.version}" for r in targets],
+            schema_type=schema_type,
+        )
 
 
 class LocalRegistry(Registry):
@@ -134,11 +158,22 @@ class LocalRegistry(Registry):
     Parameters
     ----------
     path : str or os.PathLike, default ":memory:"
-        Database file, created if missing. ``":memory:"`` keeps everything in this object (one
-        connection shared by its threads).
+        Database file. ``":memory:"`` keeps everything in this object (one connection shared by
+        its threads).
     timeout : float, default 30.0
         Seconds a write waits for another writer (thread or process) before failing with
         :class:`~pulsar_codec.errors.RegistryError`.
+    create : bool, default True
+        Create the file (and its tables) when it is missing. With ``create=False`` only an
+        existing registry database opens (reads and writes work); a missing file raises
+        ``RegistryError("no registry database at PATH")`` and nothing is created. Ignored for
+        ``":memory:"``.
+
+    Raises
+    ------
+    RegistryError
+        The file cannot be opened, is not an SQLite database, or (``create=False``) is missing or
+        holds no registry; the message names the file.
 
     Examples
     --------
@@ -149,9 +184,12 @@ class LocalRegistry(Registry):
     'AVRO'
     """
 
-    def __init__(self, path: str | os.PathLike[str] = ":memory:", *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] = ":memory:", *, timeout: float = DEFAULT_LOCK_TIMEOUT, create: bool = True
+    ) -> None:
         self._path = os.fspath(path)
         self._memory = self._path == ":memory:" or self._path == ""
+        self._create = create or self._memory
         self._timeout = float(timeout)
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
@@ -160,9 +198,31 @@ class LocalRegistry(Registry):
         self._closed = False
         self._pid = os.getpid()
         self.config = RegistryConfig(path=self._path, timeout=self._timeout)  # rebuilds it elsewhere
-        with self._write() as conn:
-            for statement in _DDL:
-                conn.execute(statement)
+        if not self._create:
+            if not os.path.isfile(self._path):
+                self._closed = True
+                raise RegistryError(f"no registry database at {self._path}", error_code=ErrorCodes.STORE_ERROR)
+            try:
+                with self._read() as conn:
+                    names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            except BaseException:
+                self.close()
+                raise
+            missing = ", ".join(sorted(_TABLES - names))
+            if missing:
+                self.close()
+                raise RegistryError(
+                    f"registry database {self._path}: an SQLite database without the registry's tables ({missing})",
+                    error_code=ErrorCodes.STORE_ERROR,
+                )
+            return
+        try:
+            with self._write() as conn:
+                for statement in _DDL:
+                    conn.execute(statement)
+        except BaseException:
+            self.close()
+            raise
 
     def __repr__(self) -> str:
         return f"LocalRegistry({self._path!r})"
@@ -175,7 +235,11 @@ class LocalRegistry(Registry):
     # ---------------------------------------------------------------------------- connections
 
     def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self._path, timeout=self._timeout, isolation_level=None, check_same_thread=False)
+        # without create, mode=rw opens an existing file only: SQLite itself never creates one
+        target, uri = self._path, False
+        if not self._create:
+            target, uri = f"file:{quote(os.path.abspath(self._path))}?mode=rw", True
+        conn = sqlite3.connect(target, timeout=self._timeout, isolation_level=None, check_same_thread=False, uri=uri)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
             conn.execute("PRAGMA foreign_keys = ON")
@@ -231,16 +295,12 @@ class LocalRegistry(Registry):
                 conn = self._conn()
                 conn.execute(begin)
             except sqlite3.Error as exc:
-                raise RegistryError(
-                    f"schema registry database error: {exc}", error_code=ErrorCodes.STORE_ERROR
-                ) from exc
+                raise self._database_error(exc) from exc
             try:
                 yield conn
             except sqlite3.Error as exc:
                 self._rollback(conn)
-                raise RegistryError(
-                    f"schema registry database error: {exc}", error_code=ErrorCodes.STORE_ERROR
-                ) from exc
+                raise self._database_error(exc) from exc
             except BaseException:
                 self._rollback(conn)
                 raise
@@ -248,9 +308,10 @@ class LocalRegistry(Registry):
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._rollback(conn)
-                raise RegistryError(
-                    f"schema registry database error: {exc}", error_code=ErrorCodes.STORE_ERROR
-                ) from exc
+                raise self._database_error(exc) from exc
+
+    def _database_error(self, exc: sqlite3.Error) -> RegistryError:
+        return RegistryError(f"registry database {self._path}: {exc}", error_code=ErrorCodes.STORE_ERROR)
 
     @staticmethod
     def _rollback(conn: sqlite3.Connection) -> None:
@@ -317,7 +378,8 @@ class LocalRegistry(Registry):
     def _prepare(schema: Any, schema_type: str) -> tuple[str, str, str]:
         schema_type = _schema_type(schema_type)
         text = schema_text(schema)
-        return text, schema_type, compat.fingerprint(text, schema_type)
+        with _schema_depth():
+            return text, schema_type, compat.fingerprint(text, schema_type)
 
     @staticmethod
     def _registered(row: _Row, subject: str) -> RegisteredSchema:
@@ -363,6 +425,8 @@ class LocalRegistry(Registry):
 
     def get_schema(self, schema_id: int) -> RegisteredSchema:
         """The schema with this global id, while some version (soft-deleted ones too) uses it."""
+        if not 0 <= int(schema_id) <= _MAX_ID:
+            raise not_found(f"Schema {schema_id} not found", ErrorCodes.SCHEMA_NOT_FOUND)
         with self._read() as conn:
             row = conn.execute(
                 "SELECT id, schema, schema_type FROM schemas s WHERE id = ? "
@@ -375,6 +439,8 @@ class LocalRegistry(Registry):
 
     def get_schema_versions(self, schema_id: int, deleted: bool = False) -> list[tuple[str, int]]:
         """The (subject, version) pairs that use this schema id, sorted."""
+        if not 0 <= int(schema_id) <= _MAX_ID:
+            raise not_found(f"Schema {schema_id} not found", ErrorCodes.SCHEMA_NOT_FOUND)
         with self._read() as conn:
             rows = conn.execute(
                 "SELECT subject, version, deleted FROM versions WHERE schema_id = ? ORDER BY subject, version",

@@ -11,6 +11,11 @@ a free port. Needs the ``server`` extra (starlette, uvicorn).
 
 Routes are matched on the raw request path, one percent-decoded segment at a time, so subjects
 holding ``/`` (sent as ``%2F``) work; unknown query parameters are ignored.
+
+Request bodies larger than ``max_request_bytes`` (16 MiB by default) are refused with 413 before
+they are read: on their ``Content-Length``, or while a chunked body streams in. A schema that
+cannot be parsed (nested too deeply included) is a 422 with error code 42201, an unknown or
+out-of-range schema id a 404 with 40403; no input gives a 500.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import binascii
 import hmac
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -38,9 +44,12 @@ if TYPE_CHECKING:
     import uvicorn
     from starlette.applications import Starlette
 
-__all__ = ["CONTENT_TYPE", "Faults", "RegistryServer", "create_app", "run", "serve"]
+__all__ = ["CONTENT_TYPE", "MAX_REQUEST_BYTES", "Faults", "RegistryServer", "create_app", "run", "serve"]
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+MAX_REQUEST_BYTES = 16 * 2**20  # default limit on a request body
+_ID = re.compile(r"[0-9]{1,19}")  # a schema id in a path; SQLite ids stop at 2^63 - 1
+_MAX_ID = 2**63 - 1
 
 T = TypeVar("T")
 Params = dict[str, str]  # the path's {placeholders}
@@ -204,10 +213,11 @@ class _Api:
 
     @staticmethod
     def _id(params: Params) -> int:
-        try:
-            return int(params["id"])
-        except ValueError:
-            raise _HTTPError(404, ErrorCodes.SCHEMA_NOT_FOUND, f"Schema {params['id']} not found") from None
+        text = params["id"]
+        if _ID.fullmatch(text) and int(text) <= _MAX_ID:
+            return int(text)
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise _HTTPError(404, ErrorCodes.SCHEMA_NOT_FOUND, f"Schema {shown} not found")
 
     def schema_by_id(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
         return _schema_entity(self.reg.get_schema(self._id(p)))
@@ -305,6 +315,8 @@ def _error_for(exc: BaseException) -> _HTTPError:
         return _HTTPError(409, ErrorCodes.INCOMPATIBLE_SCHEMA, str(exc))
     if isinstance(exc, SchemaError):
         return _HTTPError(422, ErrorCodes.INVALID_SCHEMA, f"Invalid schema: {exc}")
+    if isinstance(exc, RecursionError):  # a parser that recursed past Python's limit on a nested schema
+        return _HTTPError(422, ErrorCodes.INVALID_SCHEMA, "Invalid schema: nested too deeply to be parsed")
     if isinstance(exc, RegistryError):
         code = exc.error_code or ErrorCodes.STORE_ERROR
         status = exc.status or (404 if 40400 <= code < 40500 else 422 if 42200 <= code < 42300 else 500)
@@ -341,6 +353,7 @@ def create_app(
     auth: tuple[str, str] | None = None,
     token: str | None = None,
     faults: Faults | None = None,
+    max_request_bytes: int = MAX_REQUEST_BYTES,
 ) -> Starlette:
     """The ASGI application (a Starlette app) serving ``registry``.
 
@@ -353,6 +366,10 @@ def create_app(
         Accept (or, without ``auth``, require) ``Authorization: Bearer <token>``.
     faults : Faults, optional
         Deliberate failures and delays, for testing clients.
+    max_request_bytes : int, default 16 MiB
+        Largest request body accepted; a larger one gets 413 (error code 413) and the connection
+        is closed. A declared ``Content-Length`` over the limit is refused before any byte of the
+        body is read; a chunked body is counted as it arrives and refused once it passes.
     """
     _require_server_extra()
     from starlette.applications import Starlette
@@ -369,7 +386,27 @@ def create_app(
         return Response(body, status_code=status, media_type=CONTENT_TYPE, headers=headers)
 
     def error(exc: _HTTPError, headers: dict[str, str] | None = None) -> Response:
+        if exc.status == 413:  # the rest of the body stays unread: the connection cannot be reused
+            headers = {**(headers or {}), "Connection": "close"}
         return answer(exc.status, {"error_code": exc.error_code, "message": exc.message}, headers)
+
+    def too_large() -> _HTTPError:
+        return _HTTPError(413, 413, f"Request body larger than the limit of {max_request_bytes} bytes")
+
+    async def read_body(request: Request) -> bytes:
+        # never request.body(): it would hold a body of any size in memory before we could look
+        declared = request.headers.get("content-length")
+        if declared is not None:
+            if not declared.strip().isdigit():
+                raise _HTTPError(400, 400, "Invalid Content-Length header")
+            if int(declared) > max_request_bytes:
+                raise too_large()
+        content = bytearray()
+        async for chunk in request.stream():
+            content += chunk
+            if len(content) > max_request_bytes:
+                raise too_large()
+        return bytes(content)
 
     async def endpoint(request: Request) -> Response:
         if faults is not None:
@@ -389,12 +426,14 @@ def create_app(
             handler, params = found
             body = None
             if request.method in ("POST", "PUT"):
-                content = await request.body()
+                content = await read_body(request)
                 if content:
                     try:
                         body = json.loads(content)
                     except ValueError:
                         raise _HTTPError(400, 400, "The request body is not valid JSON") from None
+                    except RecursionError:
+                        raise _HTTPError(400, 400, "The request body nests JSON too deeply") from None
             payload = await run_in_threadpool(handler, params, request.query_params, body)
         except Exception as exc:  # every failure becomes a Confluent error body
             return error(_error_for(exc))
@@ -425,7 +464,7 @@ class RegistryServer:
     host : str, default "127.0.0.1"
     port : int, default 0
         0 picks a free port; :attr:`url` tells which.
-    auth, token, faults
+    auth, token, faults, max_request_bytes
         As for :func:`create_app`.
     tls : (certfile, keyfile), optional
         Serve HTTPS with this certificate chain and key (PEM files).
@@ -447,13 +486,14 @@ class RegistryServer:
         token: str | None = None,
         faults: Faults | None = None,
         tls: tuple[str | os.PathLike[str], str | os.PathLike[str]] | None = None,
+        max_request_bytes: int = MAX_REQUEST_BYTES,
     ) -> None:
         _require_server_extra()
         self._tls = None if tls is None else (os.fspath(tls[0]), os.fspath(tls[1]))
         self._owns_registry = not isinstance(registry, LocalRegistry)
         self.registry = registry if isinstance(registry, LocalRegistry) else LocalRegistry(registry)
         self.host = host
-        self.app = create_app(self.registry, auth=auth, token=token, faults=faults)
+        self.app = create_app(self.registry, auth=auth, token=token, faults=faults, max_request_bytes=max_request_bytes)
         self._socket = _listen(host, port)
         self.port: int = self._socket.getsockname()[1]
         self._server: uvicorn.Server | None = None
@@ -544,6 +584,7 @@ def run(
     token: str | None = None,
     tls: tuple[str | os.PathLike[str], str | os.PathLike[str]] | None = None,
     log_level: str = "info",
+    max_request_bytes: int = MAX_REQUEST_BYTES,
 ) -> None:
     """Serve in the foreground until interrupted (Ctrl-C); for the command line.
 
@@ -556,7 +597,7 @@ def run(
     sock = _listen(host, port)
     try:
         config = uvicorn.Config(
-            create_app(reg, auth=auth, token=token),
+            create_app(reg, auth=auth, token=token, max_request_bytes=max_request_bytes),
             log_level=log_level,
             lifespan="off",
             ws="none",

@@ -12,6 +12,7 @@ Quick start
 >>> df = session.read.parquet("events.parquet")                     # a binary column "value"
 >>> out = pcs.decode(df, "value", registry=LocalRegistry("schemas.db"))
 >>> out.select("decoded.*").show()
+>>> good = out.where(out.decode_error.isNull()).select("decoded.*")
 >>> bad = out.where(out.decode_error.isNotNull())                   # dead-letter rows
 >>> bad.select("value", "decode_error").write.mode("append").parquet("dead-letter/")
 
@@ -46,10 +47,10 @@ null, its ``error_column`` holds ``code`` (:class:`pulsar_codec.errors.ErrorCode
 errors) and ``message`` (the text the exception would carry), and the input column is passed
 through untouched. ``df.where(col("decode_error").isNotNull())`` selects the rows to route to a
 dead-letter table; ``df.where(col("decode_error").isNull())`` the good ones. A null message gives
-a null struct and a null error. A schema id that the registry does not know is not bad data: it
-raises :class:`~pulsar_codec.errors.SchemaNotFoundError` (on the driver when the pre-pass meets
-it, before any decoding). With ``schema_id_column``, a non-null body whose id is null is a bad row
-with a null ``code``.
+a null struct and a null error. A schema id that the registry does not know makes an error row
+too (code ``SCHEMA_NOT_FOUND``, the id in the message), as ``on_error="null"`` does in
+:class:`~pulsar_codec.pipeline.MessageDecoder`; only a registry that cannot be reached fails the
+job. With ``schema_id_column``, a non-null body whose id is null is a bad row with a null ``code``.
 
 Schemas on the executors
 ------------------------

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from ... import wire
 from ..._arrow import binary_chunks
 from ..._kernels import _backend
-from ...errors import DecodeError, SchemaError
+from ...errors import DecodeError, SchemaError, SchemaNotFoundError
 from ...formats import get_format
 from ...pipeline import MessageDecoder
 from ...registry import RegistryConfig, fetch_schema
@@ -228,21 +228,27 @@ def _resolve_on_driver(
     id_column_name: str | None,
     subjects: list[str] | None,
     prefetch: bool,
-) -> dict[Any, Any]:
-    """The writer schemas the job ships: every id in the column (the pre-pass) and ``subjects``."""
+) -> tuple[dict[Any, Any], set[Any]]:
+    """The writer schemas the job ships (every id in the column, the pre-pass, and ``subjects``),
+    and the ids of the pre-pass that the registry does not know (their rows are error rows)."""
     shipped: dict[Any, Any] = {}
+    missing: set[Any] = set()
     if prefetch and not df.isStreaming:  # a streaming source cannot be scanned ahead of the query
         if id_column_name is not None:
             ids = _ids_in_column(df, column, id_column_name)
         else:
             ids = _distinct_prefix_ids(df, column, protocol)
         for schema_id in sorted(ids, key=_order):
-            shipped[schema_id] = fetch_schema(client, schema_id)
+            try:
+                shipped[schema_id] = fetch_schema(client, schema_id)
+            except SchemaNotFoundError:
+                missing.add(schema_id)
     for subject in subjects or ():
         for version in client.list_versions(subject):
             found = client.get_version(subject, version)  # a RegisteredSchema: the decoder reads it as it is
             shipped[int(found.schema_id)] = found
-    return shipped
+            missing.discard(int(found.schema_id))
+    return shipped, missing
 
 
 def _order(key: Any) -> tuple[int, Any]:
@@ -325,18 +331,18 @@ def decode(
     ------
     SchemaError
         No reader schema can be chosen (nothing resolved on the driver and none given).
-    SchemaNotFoundError
-        An id met by the pre-pass is not in the registry.
+
+    A row whose schema id the registry does not know is an error row (code
+    ``ErrorCode.SCHEMA_NOT_FOUND``), as with :class:`~pulsar_codec.pipeline.MessageDecoder`'s
+    ``on_error="null"``; the ids the pre-pass found missing are not asked for again on the executors.
     """
     from pyspark.sql.types import StructField, StructType
 
     wire_protocol = check_protocol(protocol)
     client, fallback, given = _registry_parts(registry)
     try:
-        shipped = {
-            **given,
-            **_resolve_on_driver(df, column, wire_protocol, client, schema_id_column, subjects, prefetch),
-        }
+        resolved, missing = _resolve_on_driver(df, column, wire_protocol, client, schema_id_column, subjects, prefetch)
+        shipped = {**given, **resolved}
     finally:
         if client is not registry and hasattr(client, "close"):
             client.close()
@@ -348,7 +354,7 @@ def decode(
     else:
         raise SchemaError("no reader schema: no schema id was resolved on the driver; pass reader_schema or subjects")
     decoder = MessageDecoder(
-        ShippedSchemas(shipped, fallback), protocol=wire_protocol, reader_schema=reader, on_error="null"
+        ShippedSchemas(shipped, fallback, missing), protocol=wire_protocol, reader_schema=reader, on_error="null"
     )
     target, _ = reader_struct(decoder.arrow_schema)
     keep = [f for f in df.schema.fields if f.name not in (output, error_column)]

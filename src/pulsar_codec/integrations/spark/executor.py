@@ -62,11 +62,14 @@ class ShippedSchemas(Mapping[Any, Any]):
         ``(metadata_id, version)`` pair.
     fallback : RegistryConfig, optional
         The registry to ask for ids that were not shipped.
+    missing : iterable of ids, optional
+        Ids the driver found missing from the registry: not asked for again.
     """
 
-    def __init__(self, schemas: Mapping[Any, Any], fallback: RegistryConfig | None = None) -> None:
+    def __init__(self, schemas: Mapping[Any, Any], fallback: RegistryConfig | None = None, missing: Any = ()) -> None:
         self.schemas: dict[Any, Any] = {schema_key(k): v for k, v in schemas.items()}
         self.fallback = fallback
+        self.missing: frozenset[Any] = frozenset(schema_key(k) for k in missing)
         self.fetched: Counter[Any] = Counter()
         self._client: Any = None
         self._lock = threading.Lock()
@@ -77,6 +80,8 @@ class ShippedSchemas(Mapping[Any, Any]):
             found = self.schemas.get(key)
             if found is not None:
                 return found
+            if key in self.missing:
+                raise SchemaNotFoundError(f"schema id {key} is not in the registry")
             if self.fallback is None:
                 raise SchemaNotFoundError(
                     f"schema id {key} was not resolved on the driver and the executors have no registry to ask "
@@ -97,17 +102,21 @@ class ShippedSchemas(Mapping[Any, Any]):
     def __len__(self) -> int:
         return len(self.schemas)
 
-    def add(self, schemas: Mapping[Any, Any]) -> None:
-        """Ship more schemas (a later job's) into this one; ids already known keep their schema."""
+    def add(self, schemas: Mapping[Any, Any], missing: Any = ()) -> None:
+        """Ship more schemas (a later job's) into this one; ids already known keep their schema.
+
+        ``missing`` is the later job's view of the ids the registry lacks: it replaces this one's.
+        """
         with self._lock:
             for k, v in schemas.items():
                 self.schemas.setdefault(schema_key(k), v)
+            self.missing = frozenset(schema_key(k) for k in missing) - set(self.schemas)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"schemas": self.schemas, "fallback": self.fallback}
+        return {"schemas": self.schemas, "fallback": self.fallback, "missing": self.missing}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["schemas"], state["fallback"])  # type: ignore[misc]
+        self.__init__(state["schemas"], state["fallback"], state.get("missing", ()))  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return f"ShippedSchemas({sorted(self.schemas, key=str)}, fallback={self.fallback!r})"
@@ -134,7 +143,7 @@ def shared_decoder(key: Hashable, decoder: MessageDecoder, schemas: ShippedSchem
             while len(_DECODERS) > _KEEP:  # the oldest configuration goes first
                 del _DECODERS[next(iter(_DECODERS))]
             return decoder
-    kept[1].add(schemas.schemas)
+    kept[1].add(schemas.schemas, schemas.missing)
     return kept[0]
 
 
