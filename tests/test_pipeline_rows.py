@@ -248,3 +248,10 @@ def test_numpy_ids_with_an_unknown_one(backend):
     out = MessageDecoder({1: V1, 2: V1}, on_error="null").decode_payloads(bodies, np.array([2, 1, 8]))
     assert rows(out.batch) == [{"id": 0}, {"id": 1}, None]
     assert out.errors.column("code").to_pylist() == [ErrorCode.SCHEMA_NOT_FOUND]
+
+
+def test_a_decoder_never_creates_a_registry_file(tmp_path, backend):
+    missing = tmp_path / "typo.db"
+    with pytest.raises(RegistryError, match="no registry database"):
+        pc.decode([msg(1, V1, {"id": 1})], str(missing), on_error="null")
+    assert not missing.exists()

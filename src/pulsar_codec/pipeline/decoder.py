@@ -192,7 +192,7 @@ class MessageDecoder:
         self._keep_going = check_on_error(on_error)
         self.format = None if format is None else get_format(format).name
         self.cache_size = int(cache_size)
-        self._registry = RegistrySource(registry)
+        self._registry = RegistrySource(registry, create=False)
         self._schemas: LRU[Any, ParsedSchema] = LRU(self.cache_size)
         self._readers: LRU[tuple[str, str], _ReaderPlans] = LRU(self.cache_size)
         self._given_readers: LRU[str, ParsedSchema] = LRU(8)

@@ -117,10 +117,15 @@ class RegistrySource:
     ----------
     registry : Any
         Kept as :attr:`given`.
+    create : bool, default True
+        Whether a registry file path that does not exist is created (an encoder registers into it)
+        or refused with :class:`~pulsar_codec.errors.RegistryError` (a decoder only reads: a typo
+        in the path must not look like an empty registry).
     """
 
-    def __init__(self, registry: Any) -> None:
+    def __init__(self, registry: Any, create: bool = True) -> None:
         self.given = registry
+        self.create = create
         self._client: Any = None if isinstance(registry, (RegistryConfig, str, os.PathLike)) else registry
         self._lock = threading.Lock()
 
@@ -129,5 +134,5 @@ class RegistrySource:
         if self._client is None and self.given is not None:
             with self._lock:
                 if self._client is None:
-                    self._client = RegistryConfig.of(self.given).build()
+                    self._client = RegistryConfig.of(self.given).build(create=self.create)
         return self._client
