@@ -248,6 +248,53 @@ static inline int pc_decimal(const uint8_t *src, int64_t len, uint8_t *dst, int6
     return 1;
 }
 
+/* |v| < bound for a decimal's little-endian two's complement `v` and its positive bound 10**precision
+ * (`bound`, from the plan), both `width` (16 or 32) bytes: the unscaled value has at most `precision`
+ * digits, which Arrow's decimal arrays require. */
+static inline int pc_decimal_below(const uint8_t *v, const uint8_t *bound, int64_t width)
+{
+    uint64_t a[4] = {0, 0, 0, 0}, b[4] = {0, 0, 0, 0}, sign, carry;
+    int64_t n = width / 8, i;
+#if defined(__SIZEOF_INT128__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (width == 16) { /* decimal128: one branch-free magnitude and one compare */
+        unsigned __int128 x, lim, neg;
+        memcpy(&x, v, 16);
+        memcpy(&lim, bound, 16);
+        neg = (unsigned __int128)0 - (x >> 127);
+        return ((x ^ neg) - neg) < lim;
+    }
+    memcpy(a, v, (size_t)width);
+    memcpy(b, bound, (size_t)width);
+#else
+    for (i = 0; i < n; i++) {
+        int64_t k;
+        for (k = 7; k >= 0; k--) {
+            a[i] = (a[i] << 8) | v[i * 8 + k];
+            b[i] = (b[i] << 8) | bound[i * 8 + k];
+        }
+    }
+#endif
+    sign = (uint64_t)0 - (a[n - 1] >> 63); /* all ones when negative: take the magnitude */
+    carry = sign & 1;
+    for (i = 0; i < n; i++) {
+        uint64_t t = (a[i] ^ sign) + carry;
+        carry = t < carry;
+        a[i] = t;
+    }
+    for (i = n - 1; i >= 0; i--)
+        if (a[i] != b[i]) return a[i] < b[i];
+    return 0;
+}
+
+/* The precision check of a decimal read from `len` bytes: values of so few bytes that their magnitude
+ * (at most 2**(8 len - 1)) stays below 10**precision need no comparison, which is the common case
+ * (8 len - 1 < precision * log2(10), with log2(10) rounded down so the shortcut is never wrong). */
+static inline int pc_decimal_in_precision(const uint8_t *v, int64_t len, const pc_op *op, int64_t width)
+{
+    if (op->cst == NULL || (8 * len - 1) * 1000000 < op->arg2 * 3321928) return 1;
+    return pc_decimal_below(v, op->cst, width);
+}
+
 /* Copy n bytes where n is usually small (names, map keys): overlapping fixed-size moves instead of a
  * libc call; never touches bytes outside [src, src + n) or [dst, dst + n). */
 static inline void pc_copy(uint8_t *dst, const uint8_t *src, int64_t n)
@@ -496,7 +543,7 @@ static const uint8_t *pc_ablocks(pc_actx *c, const pc_plan *pl, const pc_op *op,
         if (min_size) {
             if (ucount > (uint64_t)((end - p) / min_size)) PC_FAIL(PC_AVRO_BLOCK_COUNT_TOO_LARGE, st, orig);
         } else {
-            if (ucount > (uint64_t)c->budget) PC_FAIL(PC_AVRO_BLOCK_COUNT_TOO_LARGE, st, orig);
+            if (ucount > (uint64_t)c->budget) PC_FAIL(PC_AVRO_TOO_MANY_EMPTY_ITEMS, st, orig);
             c->budget -= (int64_t)ucount;
         }
         for (j = 0; j < (int64_t)ucount; j++) {
@@ -632,6 +679,8 @@ dispatch:
             if (size) memcpy(s->b1.p + s->length * w, p, (size_t)size);
         } else if (op->code == O_DEC_FIXED) {
             if (!pc_decimal(p, size, s->b1.p + s->length * w, w)) PC_FAIL(PC_AVRO_DECIMAL_OVERFLOW, p, size);
+            if (!pc_decimal_in_precision(s->b1.p + s->length * w, size, op, w))
+                PC_FAIL(PC_AVRO_DECIMAL_PRECISION, p, op->arg2);
         } else {
             uint32_t months = pc_le32(p), days = pc_le32(p + 4), millis = pc_le32(p + 8);
             int32_t m32, d32;
@@ -659,6 +708,8 @@ dispatch:
         PC_RESERVE(&s->b1, (s->length + 1) * s->width);
         if (!pc_decimal(p, n, s->b1.p + s->length * s->width, s->width))
             PC_FAIL(PC_AVRO_DECIMAL_OVERFLOW, st, n);
+        if (!pc_decimal_in_precision(s->b1.p + s->length * s->width, n, op, s->width))
+            PC_FAIL(PC_AVRO_DECIMAL_PRECISION, st, op->arg2);
         p += n;
         PC_VALID1(s);
         s->length++;

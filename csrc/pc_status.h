@@ -51,6 +51,7 @@ typedef enum {
     PC_AVRO_DURATION_OUT_OF_RANGE = 56,
     PC_AVRO_OUTPUT_TOO_LARGE = 57,
     PC_AVRO_DECIMAL_PRECISION = 58,
+    PC_AVRO_TOO_MANY_EMPTY_ITEMS = 59,
     /* JSON payloads (external JSON schemas; no kernel uses it yet) */
     PC_JSON_INVALID = 80,
     /* schema lookups per row (set by the pipeline, never by a kernel) */

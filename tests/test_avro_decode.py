@@ -302,7 +302,16 @@ def test_zero_size_items_are_bounded(backend):
     assert dec.decode([zz(5) + b"\x00"]).column(0).to_pylist() == [[None] * 5]
     with pytest.raises(AvroDecodeError) as e:
         dec.decode([zz(2**40) + b"\x00"])
-    assert e.value.code == ErrorCode.AVRO_BLOCK_COUNT_TOO_LARGE
+    assert e.value.code == ErrorCode.AVRO_TOO_MANY_EMPTY_ITEMS
+    # the limit is per message, across blocks: 2**20 items pass, one more names the limit
+    assert len(dec.decode([zz(2**19) + zz(2**19) + b"\x00"]).column(0)[0]) == 2**20
+    with pytest.raises(AvroDecodeError, match="limit of 1048576 items that take no bytes") as e:
+        dec.decode([zz(2**19) + zz(2**19 + 1) + b"\x00"])
+    assert (e.value.code, e.value.offset, e.value.detail) == (ErrorCode.AVRO_TOO_MANY_EMPTY_ITEMS, 3, 2**19 + 1)
+    assert "remaining bytes" not in str(e.value)
+    empty = avro.Decoder({"type": "array", "items": {"type": "record", "name": "E", "fields": []}})
+    with pytest.raises(AvroDecodeError, match="items that take no bytes"):
+        empty.decode([zz(2**20 + 1) + b"\x00"])
 
 
 def test_on_error_null(backend):

@@ -302,7 +302,7 @@ def test_named_reference_resolution_and_inputs():
         ("{not json", "not valid JSON"),
         (b"\xff\xfe", "UTF-8"),
         (42, "cannot read"),
-        ({"name": "x"}, "without a 'type'"),
+        ({"name": "x"}, "needs a string 'type'"),
         (rec("R", f("a", "int"), f("a", "long")), "twice"),
     ],
 )

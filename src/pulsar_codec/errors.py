@@ -195,6 +195,7 @@ class ErrorCode(enum.IntEnum):
     AVRO_DURATION_OUT_OF_RANGE = defs.AVRO_DURATION_OUT_OF_RANGE
     AVRO_OUTPUT_TOO_LARGE = defs.AVRO_OUTPUT_TOO_LARGE
     AVRO_DECIMAL_PRECISION = defs.AVRO_DECIMAL_PRECISION
+    AVRO_TOO_MANY_EMPTY_ITEMS = defs.AVRO_TOO_MANY_EMPTY_ITEMS
     # JSON payloads (external JSON schemas): 80-89
     JSON_INVALID = defs.JSON_INVALID
     # schema lookups per row: 90-99
@@ -259,8 +260,12 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
     ErrorCode.AVRO_LENGTH_PAST_END: (AvroDecodeError, "length {detail} runs past the end of the data"),
     ErrorCode.AVRO_BLOCK_COUNT_TOO_LARGE: (
         AvroDecodeError,
-        "block count {detail} is more items than the message can hold: more than its remaining bytes allow, "
-        "or past its limit of " + str(defs.ZERO_SIZE_ITEM_LIMIT) + " items that take no bytes",
+        "block count {detail} exceeds what the remaining bytes can hold",
+    ),
+    ErrorCode.AVRO_TOO_MANY_EMPTY_ITEMS: (
+        AvroDecodeError,
+        "block count {detail} passes the limit of " + str(defs.ZERO_SIZE_ITEM_LIMIT) + " items that take no bytes "
+        "(null, empty records) in one message",
     ),
     ErrorCode.AVRO_DECIMAL_OVERFLOW: (AvroDecodeError, "decimal of {detail} bytes does not fit its precision"),
     ErrorCode.AVRO_UNKNOWN_ENUM_SYMBOL: (

@@ -58,12 +58,14 @@ from .defs import (
     AVRO_BAD_UNION_INDEX,
     AVRO_BLOCK_COUNT_TOO_LARGE,
     AVRO_DECIMAL_OVERFLOW,
+    AVRO_DECIMAL_PRECISION,
     AVRO_DURATION_OUT_OF_RANGE,
     AVRO_INT_OUT_OF_RANGE,
     AVRO_INVALID_UTF8,
     AVRO_LENGTH_PAST_END,
     AVRO_NEGATIVE_BLOCK_SIZE,
     AVRO_NEGATIVE_LENGTH,
+    AVRO_TOO_MANY_EMPTY_ITEMS,
     AVRO_TRAILING_BYTES,
     AVRO_TRUNCATED,
     AVRO_UNKNOWN_ENUM_SYMBOL,
@@ -423,6 +425,7 @@ def _leaf(  # noqa: C901 - one case per op
         skip = code == O_SK_BYTES
         dec = code == O_DEC_BYTES
         width = arg
+        bound = 0 if const is None else int.from_bytes(const, "little")  # 10**precision for decimals
 
         def read_bytes(buf: bytes, pos: int, end: int) -> int:
             start = pos
@@ -445,10 +448,13 @@ def _leaf(  # noqa: C901 - one case per op
                 except UnicodeDecodeError:
                     raise _Fail(AVRO_INVALID_UTF8, pos, 0) from None
             if dec:
+                unscaled = int.from_bytes(data, "big", signed=True)
                 try:
-                    data = int.from_bytes(data, "big", signed=True).to_bytes(width, "little", signed=True)
+                    data = unscaled.to_bytes(width, "little", signed=True)
                 except OverflowError:
                     raise _Fail(AVRO_DECIMAL_OVERFLOW, start, n) from None
+                if bound and not -bound < unscaled < bound:
+                    raise _Fail(AVRO_DECIMAL_PRECISION, start, arg2)
             app(data)
             return pos + n
 
@@ -456,7 +462,8 @@ def _leaf(  # noqa: C901 - one case per op
     if code in (O_FIXED, O_SK_FIXED, O_DEC_FIXED, O_DURATION, O_SK_F32, O_SK_F64, O_SK_BOOL):
         size = {O_SK_F32: 4, O_SK_F64: 8, O_SK_BOOL: 1, O_DURATION: 12}.get(code, arg)
         skip = code in (O_SK_FIXED, O_SK_F32, O_SK_F64, O_SK_BOOL)
-        width = arg2
+        width = B[sid].width if sid >= 0 else 0
+        bound = 0 if const is None else int.from_bytes(const, "little")  # 10**precision for decimals
 
         def read_fixed(buf: bytes, pos: int, end: int) -> int:
             if size > end - pos:
@@ -466,12 +473,13 @@ def _leaf(  # noqa: C901 - one case per op
             if code == O_FIXED:
                 app(buf[pos : pos + size])
             elif code == O_DEC_FIXED:
+                unscaled = int.from_bytes(buf[pos : pos + size], "big", signed=True)
                 try:
-                    app(
-                        int.from_bytes(buf[pos : pos + size], "big", signed=True).to_bytes(width, "little", signed=True)
-                    )
+                    app(unscaled.to_bytes(width, "little", signed=True))
                 except OverflowError:
                     raise _Fail(AVRO_DECIMAL_OVERFLOW, pos, size) from None
+                if bound and not -bound < unscaled < bound:
+                    raise _Fail(AVRO_DECIMAL_PRECISION, pos, arg2)
             else:
                 months, days, millis = _unpack_duration(buf, pos)
                 if months > _INT32_MAX:
@@ -555,7 +563,7 @@ def _leaf(  # noqa: C901 - one case per op
                 else:
                     budget[0] -= count
                     if budget[0] < 0:
-                        raise _Fail(AVRO_BLOCK_COUNT_TOO_LARGE, start, orig)
+                        raise _Fail(AVRO_TOO_MANY_EMPTY_ITEMS, start, orig)
                 for _ in range(count):
                     if is_map:
                         kstart = pos

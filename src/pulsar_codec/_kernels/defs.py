@@ -54,6 +54,7 @@ __all__ = [
     "AVRO_DURATION_OUT_OF_RANGE",
     "AVRO_OUTPUT_TOO_LARGE",
     "AVRO_DECIMAL_PRECISION",
+    "AVRO_TOO_MANY_EMPTY_ITEMS",
     "JSON_INVALID",
     "SCHEMA_NOT_FOUND",
     "SCHEMA_UNRESOLVABLE",
@@ -215,6 +216,7 @@ AVRO_DEPTH_EXCEEDED: Final = 55
 AVRO_DURATION_OUT_OF_RANGE: Final = 56
 AVRO_OUTPUT_TOO_LARGE: Final = 57
 AVRO_DECIMAL_PRECISION: Final = 58
+AVRO_TOO_MANY_EMPTY_ITEMS: Final = 59
 # JSON payloads (external JSON schemas): 80-89
 JSON_INVALID: Final = 80
 # schema lookups per row (set by the pipeline, never by a kernel): 90-99

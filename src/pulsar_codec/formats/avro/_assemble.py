@@ -29,6 +29,7 @@ from ..._kernels.defs import (
     K_UNION,
 )
 from ...errors import ErrorCode, raise_for
+from ._uuid import UUID_TEXT_SIZE, uuid_strings
 from .plan import Layout
 
 __all__ = ["assemble", "nbytes"]
@@ -92,6 +93,11 @@ class _Builder:
             if slot.symbols is not None:
                 idx = pa.Array.from_buffers(pa.int32(), length, [vb, _arrow(b1)], null_count=nulls)
                 return pa.DictionaryArray.from_arrays(idx, self.layout.dictionaries[sid], safe=False)
+            if kind == K_RAW and pa.types.is_string(typ):  # uuid on fixed(16)
+                try:
+                    return uuid_strings(_numpy(b1, np.uint8, length * 16), length, vb, nulls)
+                except OverflowError:
+                    raise_for(ErrorCode.AVRO_OUTPUT_TOO_LARGE, 0, 0, length * UUID_TEXT_SIZE)
             return pa.Array.from_buffers(typ, length, [vb, _arrow(b1)], null_count=nulls)
         if kind == K_BIN:
             offs, _ = _offsets(b1, length)

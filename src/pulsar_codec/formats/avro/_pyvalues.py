@@ -4,7 +4,8 @@
 kernel contract (``_kernels/avro_py.py``), chosen so a value decoded alone equals the same row of a
 decoded batch after ``to_pylist()``: records are dicts, strings ``str``, enums their symbol,
 decimals ``Decimal`` at the column's scale, dates, times and timestamps ``datetime`` objects (UTC
-timestamps carry the ``zoneinfo`` UTC pyarrow attaches), durations ``pyarrow.MonthDayNano``. Where
+timestamps carry the ``zoneinfo`` UTC pyarrow attaches), durations ``pyarrow.MonthDayNano``, ``uuid``
+on ``fixed(16)`` its canonical text. Where
 pyarrow's conversion has corners of its own (nanosecond timestamps, values out of ``datetime``'s
 range), the converter asks pyarrow for that one scalar, so both paths stay identical there too.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import struct
+import uuid
 import zoneinfo
 from collections.abc import Callable
 from typing import Any
@@ -132,6 +134,10 @@ def _interval(raw: bytes) -> Any:
     return pa.MonthDayNano(_INTERVAL.unpack(raw))
 
 
+def _uuid_text(raw: bytes) -> str:
+    return str(uuid.UUID(bytes=raw))
+
+
 def _convert(slot: Slot) -> Convert | None:
     """The converter of one slot's non-null values, or None when the raw value is already right."""
     if slot.symbols is not None:
@@ -142,6 +148,8 @@ def _convert(slot: Slot) -> Convert | None:
             return _decimal(typ.scale)
         if pa.types.is_interval(typ):
             return _interval
+        if pa.types.is_string(typ):  # uuid on fixed(16): the canonical text, as the batch path gives
+            return _uuid_text
         return None
     if slot.kind in (K_I32, K_I64):
         if pa.types.is_timestamp(typ):

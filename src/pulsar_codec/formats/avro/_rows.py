@@ -4,7 +4,8 @@ Used to encode one value (:meth:`Encoder.encode_value`, behind ``MessageEncoder.
 the Arrow/Avro pairings the columnar binding does not cover, and to word the error of a row the
 encode kernel stopped at (so both paths raise the same :class:`~pulsar_codec.errors.EncodeError`
 text). A record value may leave out fields that have a default (the default is written, as
-fastavro and confluent-kafka do); a ``duration`` may also be given as its 12 Avro bytes.
+fastavro and confluent-kafka do); a ``duration`` may also be given as its 12 Avro bytes, a ``uuid``
+on ``fixed(16)`` as text, a ``uuid.UUID`` or its 16 bytes.
 """
 
 from __future__ import annotations
@@ -154,6 +155,19 @@ def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # 
                 out += struct.pack("<III", months, days, nanos // 1_000_000)
 
             return _guarded(w_duration, path, "duration")
+        if node.logical == "uuid":
+
+            def w_uuid(v: Any, out: bytearray) -> None:
+                if isinstance(v, str):  # the decoder's text (uuid.UUID also reads other spellings)
+                    v = uuid.UUID(v)
+                if isinstance(v, uuid.UUID):
+                    out += v.bytes
+                elif isinstance(v, (bytes, bytearray)) and len(v) == 16:
+                    out += v
+                else:
+                    raise EncodeError(f"{path}: expected a UUID, got {v!r}")
+
+            return _guarded(w_uuid, path, "uuid")
 
         def w_fixed(v: Any, out: bytearray) -> None:
             if not isinstance(v, (bytes, bytearray)) or len(v) != size:
@@ -295,6 +309,8 @@ def accepts(node: Schema, v: Any) -> bool:
     if isinstance(node, Fixed):
         if node.logical == "decimal":
             return isinstance(v, decimal.Decimal)
+        if node.logical == "uuid" and isinstance(v, (str, uuid.UUID)):
+            return True
         return isinstance(v, (bytes, bytearray)) and len(v) == node.size
     lt = node.logical
     if lt == "decimal":

@@ -27,7 +27,7 @@ from typing import Any
 
 from ...errors import SchemaError
 from ..compat_base import COMPATIBLE, CompatibilityResult, Incompatibility
-from .schema import PRIMITIVES, Array, Enum, Field, Fixed, Map, Named, Record, Schema, Union, to_json
+from .schema import MAX_DEPTH, PRIMITIVES, Array, Enum, Field, Fixed, Map, Named, Record, Schema, Union, to_json
 from .schema import parse as parse_model
 
 __all__ = ["AvroSchema", "canonical_form", "check", "parse"]
@@ -81,6 +81,8 @@ def _load_json(schema: Any) -> Any:
             return json.loads(schema)
         except ValueError:
             raise SchemaError(f"schema text is not valid JSON: {schema[:80]!r}") from None
+        except RecursionError:  # JSON nested past Python's stack is past MAX_DEPTH too
+            raise SchemaError(f"schema nested too deeply: more than {MAX_DEPTH} levels") from None
     if isinstance(schema, (dict, list)):
         return schema
     raise SchemaError(f"cannot read a schema from {type(schema).__name__}")
@@ -103,8 +105,11 @@ def parse(schema: Any) -> AvroSchema:
     Raises
     ------
     SchemaError
-        The schema is malformed: unknown or redefined type names, missing attributes, an enum
-        default that is not a symbol, nested or duplicate union branches, nesting too deep.
+        The schema is malformed, as Avro Java's parser judges it: unknown or redefined type names,
+        names outside the Avro name rule, missing attributes, a field default that does not fit its
+        type, an enum default that is not a symbol, nested or duplicate union branches, an object
+        whose ``type`` is not a string; or it nests deeper than
+        :data:`~pulsar_codec.formats.avro.schema.MAX_DEPTH` levels.
     """
     if isinstance(schema, AvroSchema):
         return schema
@@ -163,10 +168,8 @@ def _normal(obj: Any, node: Schema) -> Any:
         return [_normal(item, branch) for item, branch in zip(obj, node.branches, strict=True)]
     if not isinstance(obj, dict):
         raise SchemaError(f"cannot read {obj!r} as an Avro schema")
-    kind = obj["type"]
+    kind = obj["type"]  # a string: the parser refuses any other "type"
     extra = {k: v for k, v in obj.items() if k != "type"}
-    if not isinstance(kind, str):  # {"type": {...}} or {"type": [...]} wraps another schema
-        return _with_props(extra, _normal(kind, node))
     if kind in PRIMITIVES:
         return _with_props(extra, kind)
     if kind in ("record", "error") and isinstance(node, Record):

@@ -8,7 +8,7 @@ import struct
 from typing import Any
 
 from ...errors import SchemaError
-from .schema import Array, Enum, Fixed, Map, Record, Schema, Union
+from .schema import Array, Enum, Fixed, Map, Record, Schema, Union, java_double
 
 __all__ = ["encode_default"]
 
@@ -102,8 +102,11 @@ def _enc(node: Schema, v: Any, out: bytearray) -> None:
             raise ValueError(f"{t} default {v} out of range")
         _zz(v, out)
     elif t in ("float", "double"):
-        if isinstance(v, str) and v in ("NaN", "Infinity", "-Infinity"):
-            v = float(v.replace("Infinity", "inf").replace("NaN", "nan"))
+        if isinstance(v, str):  # Avro Java reads a string default of a float field as Java's parseDouble does
+            number = java_double(v)
+            if number is None:
+                raise ValueError(f"{t} default {v!r} is not a number")
+            v = number
         if not isinstance(v, (int, float)) or isinstance(v, bool):
             raise ValueError(f"{t} default must be a number")
         out += struct.pack("<f" if t == "float" else "<d", float(v))

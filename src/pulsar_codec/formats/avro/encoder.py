@@ -29,6 +29,7 @@ from ..._arrow import as_table_like
 from ..._kernels import _backend
 from ...errors import EncodeError
 from ._rows import row_writer
+from ._uuid import uuid_bytes
 from .from_arrow import schema_for, schema_from_arrow
 from .schema import Array, Enum, Field, Fixed, Map, Primitive, Record, Schema, Union, parse
 
@@ -219,7 +220,13 @@ class _Binder:
                 return self.node(
                     k.E_DEC_FIXED, path, valid=valid, data=_fixed(arr, "V16").view(np.uint8), arg=node.size
                 )
-            if node.logical is not None or not pa.types.is_fixed_size_binary(t):
+            if node.logical == "uuid" and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+                raw = uuid_bytes(arr)
+                if raw is None:  # a value not in the canonical form: the row writer says which
+                    raise _Unbindable(path)
+                self.capacity += len(arr) * 16
+                return self.node(k.E_FIXED, path, valid=valid, data=raw, arg=16, arg2=16)
+            if node.logical not in (None, "uuid") or not pa.types.is_fixed_size_binary(t):
                 raise _Unbindable(path)
             w = t.byte_width
             buf = arr.buffers()[1]

@@ -7,18 +7,20 @@ from typing import Any
 import pyarrow as pa
 
 from ...errors import SchemaError
-from .schema import Schema, parse
+from .schema import MAX_DEPTH, Schema, parse
 
 __all__ = ["schema_for", "schema_from_arrow"]
 
 
-def _avro_of(t: pa.DataType, name: str, nullable: bool, names: set[str]) -> Any:
-    base = _avro_type(t, name, names)
+def _avro_of(t: pa.DataType, name: str, nullable: bool, names: set[str], depth: int) -> Any:
+    base = _avro_type(t, name, names, depth)
     # an all-null column (Arrow's null type) is Avro "null" itself: ["null", "null"] is no union
     return ["null", base] if nullable and not pa.types.is_null(t) else base
 
 
-def _avro_type(t: pa.DataType, name: str, names: set[str]) -> Any:  # noqa: C901
+def _avro_type(t: pa.DataType, name: str, names: set[str], depth: int = 0) -> Any:  # noqa: C901
+    if depth > MAX_DEPTH:  # deeper Avro would be refused by parse(); stop before Python's stack does
+        raise SchemaError(f"Arrow type nested too deeply: more than {MAX_DEPTH} levels")
     if pa.types.is_boolean(t):
         return "boolean"
     if (
@@ -55,19 +57,25 @@ def _avro_type(t: pa.DataType, name: str, names: set[str]) -> Any:  # noqa: C901
     if pa.types.is_interval(t):
         return {"type": "fixed", "name": _unique(name, names), "size": 12, "logicalType": "duration"}
     if pa.types.is_dictionary(t):
-        return _avro_type(t.value_type, name, names)
+        return _avro_type(t.value_type, name, names, depth)
     if pa.types.is_map(t):
-        return {"type": "map", "values": _avro_of(t.item_type, name + "_value", t.item_field.nullable, names)}
+        return {
+            "type": "map",
+            "values": _avro_of(t.item_type, name + "_value", t.item_field.nullable, names, depth + 1),
+        }
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return {"type": "array", "items": _avro_of(t.value_type, name + "_item", t.value_field.nullable, names)}
+        return {
+            "type": "array",
+            "items": _avro_of(t.value_type, name + "_item", t.value_field.nullable, names, depth + 1),
+        }
     if pa.types.is_struct(t):
         return {
             "type": "record",
             "name": _unique(name, names),
-            "fields": [{"name": f.name, "type": _avro_of(f.type, f.name, f.nullable, names)} for f in t],
+            "fields": [{"name": f.name, "type": _avro_of(f.type, f.name, f.nullable, names, depth + 1)} for f in t],
         }
     if pa.types.is_union(t):
-        return [_avro_type(f.type, f.name, names) for f in t]
+        return [_avro_type(f.type, f.name, names, depth + 1) for f in t]
     if pa.types.is_null(t):
         return "null"
     raise SchemaError(f"Arrow type {t} has no Avro equivalent")
@@ -95,7 +103,7 @@ def schema_from_arrow(schema: pa.Schema, name: str = "Record", nulls: dict[str, 
     fields = []
     for f in schema:
         nullable = f.nullable and (nulls is None or nulls.get(f.name, False))
-        fields.append({"name": f.name, "type": _avro_of(f.type, f.name, nullable, names)})
+        fields.append({"name": f.name, "type": _avro_of(f.type, f.name, nullable, names, 1)})
     record: dict[str, Any] = {"type": "record", "name": top, "fields": fields}
     if namespace:
         record["namespace"] = namespace

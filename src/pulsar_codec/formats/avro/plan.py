@@ -138,6 +138,8 @@ def arrow_type(node: Schema) -> pa.DataType:
             return _decimal_type(node.precision, node.scale)
         if node.logical == "duration":
             return pa.month_day_nano_interval()
+        if node.logical == "uuid":  # 16 bytes decoded to the canonical text (see _uuid.py)
+            return pa.string()
         return pa.binary(node.size)
     assert isinstance(node, Primitive)
     lt, t = node.logical, node.type
@@ -378,6 +380,12 @@ class _Planner:
         self.layout = layout
         self.slots = layout.slots
 
+    def _bound(self, precision: int, sid: int) -> bytes:
+        """10**precision as the decimal slot's little-endian bytes: decimal ops refuse an unscaled value
+        whose magnitude reaches it (Arrow's decimals hold at most ``precision`` digits)."""
+        bound: int = 10**precision
+        return bound.to_bytes(self.slots[sid].width, "little")
+
     # skipping writer-only data -------------------------------------------------------------------
     def skip(self, w: Schema) -> _Op:
         if isinstance(w, Union):
@@ -484,7 +492,7 @@ class _Planner:
             if not isinstance(w, Fixed) or not _names_match(w, r) or w.size != r.size:
                 raise SchemaError(f"{path}: writer {_describe(w)} cannot be read as fixed {r.fullname!r}({r.size})")
             if r.logical == "decimal":
-                return _Op(O_DEC_FIXED, sid, arg=r.size, arg2=self.slots[sid].width)
+                return _Op(O_DEC_FIXED, sid, arg=r.size, arg2=r.precision, const=self._bound(r.precision, sid))
             if r.logical == "duration":
                 return _Op(O_DURATION, sid)
             return _Op(O_FIXED, sid, arg=r.size)
@@ -493,7 +501,9 @@ class _Planner:
         if not isinstance(w, Primitive) or (wt != rt and (wt, rt) not in _PROMOTE):
             raise SchemaError(f"{path}: writer {_describe(w)} cannot be read as {_describe(r)}")
         if r.logical == "decimal":
-            return _Op(O_DEC_BYTES, sid, arg=self.slots[sid].width)
+            return _Op(
+                O_DEC_BYTES, sid, arg=self.slots[sid].width, arg2=r.precision, const=self._bound(r.precision, sid)
+            )
         code = {
             ("null", "null"): O_NULL,
             ("boolean", "boolean"): O_BOOL,

@@ -7,6 +7,17 @@ itself, directly or through other types, is refused: it has no fixed Arrow type.
 
 Logical types that are unknown or invalid for their underlying type are ignored, as the
 specification asks: the node then behaves as its underlying type.
+
+What Avro Java's parser (and so the Confluent and Pulsar registries) refuses is refused here too:
+names outside ``[A-Za-z_][A-Za-z0-9_]*`` (types, namespace parts, aliases of named types, fields,
+enum symbols), an object whose ``type`` is not a string (``{"type": {"type": "int"}}``), and field
+defaults that do not fit the field's type (Java's ``Schema.isValidDefault``: a union default may
+fit any branch, a ``float``/``double`` field may give its default as a number string such as
+``"NaN"``).
+
+Nesting is limited to :data:`MAX_DEPTH` levels (each record, array, map and union is one level,
+counted along the deepest path, named types followed where they are used), so every walk over a
+parsed schema (planning, compatibility, defaults, encoding) stays far from Python's recursion limit.
 """
 
 from __future__ import annotations
@@ -33,11 +44,21 @@ __all__ = [
     "parse",
     "admits_null",
     "to_json",
+    "MAX_DEPTH",
 ]
 
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+MAX_DEPTH = 100
+"""Deepest nesting a schema may have: records, arrays, maps and unions count one level each (the
+default recursion limit of protobuf parsers, far beyond real schemas)."""
+
+_COMPLEX = ("record", "error", "array", "map")
+_TOO_DEEP = f"schema nested too deeply: more than {MAX_DEPTH} levels (each record, array, map and union is one)"
+# what Java's Double.parseDouble accepts as a float/double field default given as a string
+_DOUBLE_TEXT = re.compile(r"^\s*[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)[fFdD]?\s*$")
 
 
 class _NoDefault:
@@ -251,11 +272,73 @@ def _primitive_logical(type_: str, obj: dict[str, Any]) -> Primitive:
 # -- parser ------------------------------------------------------------------------------------------
 
 
+def java_double(text: str) -> float | None:
+    """The value Java's ``Double.parseDouble`` gives a float/double default written as a string, or
+    None when it refuses the text (Avro Java reads such defaults this way)."""
+    if not _DOUBLE_TEXT.match(text):
+        return None
+    body = text.strip().rstrip("fFdD")
+    return float(body.replace("Infinity", "inf").replace("NaN", "nan"))
+
+
+def _valid_value(node: Schema, value: Any) -> bool:
+    """Avro Java's ``Schema.isValidDefault``: does the JSON value fit ``node``?"""
+    if isinstance(node, Union):  # any branch will do (Java 1.12; the specification asks for the first)
+        return any(_valid_value(b, value) for b in node.branches)
+    if isinstance(node, Record):
+        if not isinstance(value, dict):
+            return False
+        for f in node.fields:
+            inner = value[f.name] if f.name in value else f.default
+            if inner is NO_DEFAULT or not _valid_value(f.type, inner):
+                return False
+        return True
+    if isinstance(node, Array):
+        return isinstance(value, list) and all(_valid_value(node.items, v) for v in value)
+    if isinstance(node, Map):
+        return isinstance(value, dict) and all(_valid_value(node.values, v) for v in value.values())
+    t = node.type
+    if t in ("string", "bytes", "enum", "fixed"):
+        return isinstance(value, str)
+    if t in ("int", "long"):
+        bits = 31 if t == "int" else 63
+        return isinstance(value, int) and not isinstance(value, bool) and -(2**bits) <= value < 2**bits
+    if t in ("float", "double"):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if t == "boolean":
+        return isinstance(value, bool)
+    return value is None  # null
+
+
+def _check_default(record: Record, f: Field) -> None:
+    value = f.default
+    if f.type.type in ("float", "double") and isinstance(value, str):
+        if java_double(value) is not None:
+            return
+    elif _valid_value(f.type, value):
+        return
+    raise SchemaError(
+        f"invalid default for field {record.fullname}.{f.name}: {json.dumps(value)} does not fit {_type_text(f.type)}"
+    )
+
+
+def _type_text(node: Schema) -> str:
+    if isinstance(node, Named):
+        return f"{node.type} {node.fullname!r}"
+    if isinstance(node, Union):
+        return "union of " + ", ".join(_type_text(b) for b in node.branches)
+    return node.type
+
+
 class _Parser:
+    """One parse: the named types seen so far, and the nesting height of every complex node."""
+
     def __init__(self, allow_recursion: bool = False) -> None:
         self.names: dict[str, Named] = {}
         self.in_progress: set[str] = set()
         self.allow_recursion = allow_recursion
+        self.heights: dict[int, int] = {}  # id(node) -> levels below and including it
+        self.defaults: list[tuple[Record, Field]] = []  # checked once every type is complete
 
     def _split(self, name: Any, namespace: Any, enclosing: str | None, what: str) -> tuple[str, str | None]:
         if not isinstance(name, str) or not name:
@@ -283,6 +366,9 @@ class _Parser:
         aliases = obj.get("aliases", [])
         if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
             raise SchemaError(f"aliases must be a list of strings, got {aliases!r}")
+        for a in aliases:  # Java validates the last part of a named type's alias like a name
+            if not _NAME.match(a.rpartition(".")[2]):
+                raise SchemaError(f"invalid Avro name {a!r} in aliases")
         return [a if ("." in a or not ns) else f"{ns}.{a}" for a in aliases]
 
     def _register(self, node: Named) -> None:
@@ -303,15 +389,25 @@ class _Parser:
                 return self.names[c]
         raise SchemaError(f"unknown Avro type {name!r}")
 
-    def parse(self, obj: Any, ns: str | None) -> Schema:
+    def _complex(self, node: Schema, children: list[Schema]) -> Schema:
+        """Record the height of a complex node from its (complete) children; refuse it past the limit."""
+        height = 1 + max((self.heights.get(id(c), 0) for c in children), default=0)
+        if height > MAX_DEPTH:
+            raise SchemaError(_TOO_DEEP)
+        self.heights[id(node)] = height
+        return node
+
+    def parse(self, obj: Any, ns: str | None, depth: int = 0) -> Schema:
         if isinstance(obj, Schema):
             return obj
         if isinstance(obj, str):
             if obj in PRIMITIVES:
                 return Primitive(obj)
             return self._lookup(obj, ns)
+        if depth >= MAX_DEPTH and (isinstance(obj, list) or (isinstance(obj, dict) and obj.get("type") in _COMPLEX)):
+            raise SchemaError(_TOO_DEEP)  # before descending, so the parser itself never recurses deeper
         if isinstance(obj, list):
-            branches = [self.parse(b, ns) for b in obj]
+            branches = [self.parse(b, ns, depth + 1) for b in obj]
             branch_keys: set[str] = set()
             for b in branches:
                 if isinstance(b, Union):
@@ -320,42 +416,17 @@ class _Parser:
                 if key in branch_keys:
                     raise SchemaError(f"duplicate branch {key!r} in union")
                 branch_keys.add(key)
-            return Union(branches)
+            return self._complex(Union(branches), branches)
         if not isinstance(obj, dict):
             raise SchemaError(f"cannot parse {obj!r} as an Avro schema")
         t = obj.get("type")
-        if isinstance(t, (list, dict)):
-            # {"type": {...}} or {"type": [...]} wraps another schema
-            return self.parse(t, ns)
+        if not isinstance(t, str):
+            # Avro Java reads "type" as text only: {"type": {...}} or {"type": [...]} is refused
+            raise SchemaError(f"schema object needs a string 'type' (a type name), got {json.dumps(t)}")
         if t in PRIMITIVES:
             return _primitive_logical(t, obj)
         if t in ("record", "error"):
-            name, rns = self._split(obj.get("name"), obj.get("namespace"), ns, "record")
-            node = Record(name, rns, self._aliases(obj, rns), kind=t)
-            self._register(node)
-            self.in_progress.add(node.fullname)
-            fields_json = obj.get("fields")
-            if not isinstance(fields_json, list):
-                raise SchemaError(f"record {node.fullname!r} needs a 'fields' list")
-            seen: set[str] = set()
-            for f in fields_json:
-                if not isinstance(f, dict):
-                    raise SchemaError(f"field of record {node.fullname!r} must be an object, got {f!r}")
-                fname = f.get("name")
-                if not isinstance(fname, str) or not _NAME.match(fname):
-                    raise SchemaError(f"invalid field name {fname!r} in record {node.fullname!r}")
-                if fname in seen:
-                    raise SchemaError(f"field {fname!r} appears twice in record {node.fullname!r}")
-                seen.add(fname)
-                if "type" not in f:
-                    raise SchemaError(f"field {node.fullname}.{fname} has no 'type'")
-                ftype = self.parse(f["type"], rns)
-                aliases = f.get("aliases", [])
-                if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-                    raise SchemaError(f"aliases of field {fname!r} must be a list of strings")
-                node.fields.append(Field(fname, ftype, f["default"] if "default" in f else NO_DEFAULT, aliases))
-            self.in_progress.discard(node.fullname)
-            return node
+            return self._record(obj, ns, t, depth)
         if t == "enum":
             name, ens = self._split(obj.get("name"), obj.get("namespace"), ns, "enum")
             symbols = obj.get("symbols")
@@ -382,20 +453,54 @@ class _Parser:
                     fixed.logical, (fixed.precision, fixed.scale) = "decimal", params
             elif lt == "duration" and size == 12:
                 fixed.logical = "duration"
+            elif lt == "uuid" and size == 16:
+                fixed.logical = "uuid"
             self._register(fixed)
             return fixed
         if t == "array":
             if "items" not in obj:
                 raise SchemaError("array schema needs 'items'")
-            return Array(self.parse(obj["items"], ns))
+            items = self.parse(obj["items"], ns, depth + 1)
+            return self._complex(Array(items), [items])
         if t == "map":
             if "values" not in obj:
                 raise SchemaError("map schema needs 'values'")
-            return Map(self.parse(obj["values"], ns))
-        if isinstance(t, str):
-            # a reference written as {"type": "Name"}
-            return self._lookup(t, ns)
-        raise SchemaError(f"schema object without a 'type' naming an Avro type: {obj!r}")
+            values = self.parse(obj["values"], ns, depth + 1)
+            return self._complex(Map(values), [values])
+        # a reference written as {"type": "Name"}
+        return self._lookup(t, ns)
+
+    def _record(self, obj: dict[str, Any], ns: str | None, kind: str, depth: int) -> Record:
+        name, rns = self._split(obj.get("name"), obj.get("namespace"), ns, "record")
+        node = Record(name, rns, self._aliases(obj, rns), kind=kind)
+        self._register(node)
+        self.in_progress.add(node.fullname)
+        fields_json = obj.get("fields")
+        if not isinstance(fields_json, list):
+            raise SchemaError(f"record {node.fullname!r} needs a 'fields' list")
+        seen: set[str] = set()
+        for f in fields_json:
+            if not isinstance(f, dict):
+                raise SchemaError(f"field of record {node.fullname!r} must be an object, got {f!r}")
+            fname = f.get("name")
+            if not isinstance(fname, str) or not _NAME.match(fname):
+                raise SchemaError(f"invalid field name {fname!r} in record {node.fullname!r}")
+            if fname in seen:
+                raise SchemaError(f"field {fname!r} appears twice in record {node.fullname!r}")
+            seen.add(fname)
+            if "type" not in f:
+                raise SchemaError(f"field {node.fullname}.{fname} has no 'type'")
+            ftype = self.parse(f["type"], rns, depth + 1)
+            aliases = f.get("aliases", [])
+            if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+                raise SchemaError(f"aliases of field {fname!r} must be a list of strings")
+            field = Field(fname, ftype, f["default"] if "default" in f else NO_DEFAULT, aliases)
+            node.fields.append(field)
+            if field.has_default:
+                self.defaults.append((node, field))
+        self.in_progress.discard(node.fullname)
+        self._complex(node, [fld.type for fld in node.fields])
+        return node
 
 
 def parse(schema: Any, *, allow_recursion: bool = False) -> Schema:
@@ -419,7 +524,9 @@ def parse(schema: Any, *, allow_recursion: bool = False) -> Schema:
     Raises
     ------
     SchemaError
-        Malformed or unsupported schema, unknown type names, recursive types.
+        Malformed or unsupported schema, unknown type names, recursive types, names outside the
+        Avro name rule, a field default that does not fit its type, nesting deeper than
+        :data:`MAX_DEPTH` levels (also for JSON text nested too deeply to read).
     """
     if isinstance(schema, Schema):
         return schema
@@ -434,7 +541,16 @@ def parse(schema: Any, *, allow_recursion: bool = False) -> Schema:
                 schema = json.loads(text)
             except ValueError as exc:
                 raise SchemaError(f"schema is not valid JSON: {exc}") from None
-    return _Parser(allow_recursion).parse(schema, None)
+            except RecursionError:
+                raise SchemaError(_TOO_DEEP) from None
+    parser = _Parser(allow_recursion)
+    root = parser.parse(schema, None)
+    try:
+        for record, f in parser.defaults:
+            _check_default(record, f)
+    except RecursionError:  # a default nested deeper than Python's stack, along a recursive type
+        raise SchemaError("a field default is nested too deeply") from None
+    return root
 
 
 def to_json(node: Schema, _seen: set[str] | None = None) -> Any:
