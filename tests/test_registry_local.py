@@ -464,7 +464,7 @@ def test_concurrent_processes_share_one_file(tmp_path):
         setup.set_compatibility("NONE")
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_process_worker, args=(path, w, 20, queue)) for w in range(4)]
+    procs = [ctx.Process(target=_process_worker, args=(path, w, 20, queue)) for w in range(6)]
     for p in procs:
         p.start()
     results = []
@@ -473,7 +473,7 @@ def test_concurrent_processes_share_one_file(tmp_path):
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0
-    assert len(results) == 80
+    assert len(results) == 120
     _assert_consistent(path, results)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..._kernels import _backend
-from ...errors import SchemaNotFoundError
+from ...errors import RegistryError, SchemaNotFoundError
 from ...pipeline import MessageDecoder, MessageEncoder
 from ...registry import RegistryConfig
 
@@ -83,7 +83,8 @@ class ShippedSchemas(Mapping[Any, Any]):
             if key in self.missing:
                 raise SchemaNotFoundError(f"schema id {key} is not in the registry")
             if self.fallback is None:
-                raise SchemaNotFoundError(
+                # not bad data but a job that cannot ask: a RegistryError fails the task (no error rows)
+                raise RegistryError(
                     f"schema id {key} was not resolved on the driver and the executors have no registry to ask "
                     "(a Mapping or LocalRegistry(':memory:') registry): resolve it on the driver "
                     "(prefetch=True or subjects=[...]) or use a registry the executors can reach"
