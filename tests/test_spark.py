@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pulsar_codec import keyvalue, wire
-from pulsar_codec.errors import ErrorCode, SchemaError, SchemaNotFoundError
+from pulsar_codec.errors import ErrorCode, RegistryError, SchemaError, SchemaNotFoundError
 from pulsar_codec.integrations import spark as pcs
 from pulsar_codec.integrations.spark import executor
 from pulsar_codec.integrations.spark.batches import walk_bad_rows
@@ -697,7 +697,7 @@ def test_shipped_schemas_travel_without_their_client(tmp_path):
     copy = pickle.loads(pickle.dumps(shipped))
     assert copy._client is None and copy.schemas == {7: V2} and not copy.fetched
     alone = executor.ShippedSchemas({1: V1})
-    with pytest.raises(SchemaNotFoundError, match="not resolved on the driver"):
+    with pytest.raises(RegistryError, match="not resolved on the driver"):
         alone.get(2)
     store.close()
 
