@@ -54,6 +54,15 @@ typedef enum {
     PC_AVRO_TOO_MANY_EMPTY_ITEMS = 59,
     /* JSON payloads (external JSON schemas; no kernel uses it yet) */
     PC_JSON_INVALID = 80,
+    PC_JSON_UNEXPECTED_BYTE = 81,
+    PC_JSON_TRUNCATED = 82,
+    PC_JSON_WRONG_TYPE = 83,
+    PC_JSON_MISSING_REQUIRED = 84,
+    PC_JSON_NUMBER_RANGE = 85,
+    PC_JSON_BAD_FORMAT = 86,
+    PC_JSON_UNKNOWN_ENUM = 87,
+    PC_JSON_DEPTH_EXCEEDED = 88,
+    PC_JSON_INVALID_UTF8 = 89,
     /* schema lookups per row (set by the pipeline, never by a kernel) */
     PC_SCHEMA_NOT_FOUND = 90,
     PC_SCHEMA_UNRESOLVABLE = 91

@@ -25,6 +25,7 @@ __all__ = [
     "KeyValueFormatError",
     "PrimitiveDecodeError",
     "AvroDecodeError",
+    "JsonDecodeError",
     "SchemaResolutionError",
     "SchemaNotFoundError",
     "IncompatibleSchemaError",
@@ -102,6 +103,11 @@ class PrimitiveDecodeError(DecodeError):
 
 class AvroDecodeError(DecodeError):
     """An Avro body is malformed: truncated, over-long varint, bad index, bad length, bad UTF-8."""
+
+
+class JsonDecodeError(DecodeError):
+    """A JSON payload is malformed or does not match its schema: bad syntax, a value of the wrong
+    type, a missing required property, a number out of range, a string not in its format."""
 
 
 class SchemaResolutionError(DecodeError):
@@ -198,6 +204,15 @@ class ErrorCode(enum.IntEnum):
     AVRO_TOO_MANY_EMPTY_ITEMS = defs.AVRO_TOO_MANY_EMPTY_ITEMS
     # JSON payloads (external JSON schemas): 80-89
     JSON_INVALID = defs.JSON_INVALID
+    JSON_UNEXPECTED_BYTE = defs.JSON_UNEXPECTED_BYTE
+    JSON_TRUNCATED = defs.JSON_TRUNCATED
+    JSON_WRONG_TYPE = defs.JSON_WRONG_TYPE
+    JSON_MISSING_REQUIRED = defs.JSON_MISSING_REQUIRED
+    JSON_NUMBER_RANGE = defs.JSON_NUMBER_RANGE
+    JSON_BAD_FORMAT = defs.JSON_BAD_FORMAT
+    JSON_UNKNOWN_ENUM = defs.JSON_UNKNOWN_ENUM
+    JSON_DEPTH_EXCEEDED = defs.JSON_DEPTH_EXCEEDED
+    JSON_INVALID_UTF8 = defs.JSON_INVALID_UTF8
     # schema lookups per row: 90-99
     SCHEMA_NOT_FOUND = defs.SCHEMA_NOT_FOUND
     SCHEMA_UNRESOLVABLE = defs.SCHEMA_UNRESOLVABLE
@@ -292,6 +307,15 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
         "decimal unscaled value has more digits than its precision {detail}",
     ),
     ErrorCode.JSON_INVALID: (DecodeError, "invalid JSON payload: {reason}"),
+    ErrorCode.JSON_UNEXPECTED_BYTE: (JsonDecodeError, "invalid JSON: unexpected byte 0x{detail:02x}"),
+    ErrorCode.JSON_TRUNCATED: (JsonDecodeError, "invalid JSON: the text ends inside a value"),
+    ErrorCode.JSON_WRONG_TYPE: (JsonDecodeError, "JSON {found} where the schema expects {expected}"),
+    ErrorCode.JSON_MISSING_REQUIRED: (JsonDecodeError, "required property {name} is missing"),
+    ErrorCode.JSON_NUMBER_RANGE: (JsonDecodeError, "number does not fit {target}"),
+    ErrorCode.JSON_BAD_FORMAT: (JsonDecodeError, "string is not a valid {format}"),
+    ErrorCode.JSON_UNKNOWN_ENUM: (JsonDecodeError, "string is not one of the enum's values"),
+    ErrorCode.JSON_DEPTH_EXCEEDED: (JsonDecodeError, "JSON nested deeper than {detail} levels"),
+    ErrorCode.JSON_INVALID_UTF8: (JsonDecodeError, "invalid UTF-8 or escape in a JSON string"),
     ErrorCode.SCHEMA_NOT_FOUND: (SchemaResolutionError, "schema id {schema_id} is not in the registry"),
     ErrorCode.SCHEMA_UNRESOLVABLE: (
         SchemaResolutionError,

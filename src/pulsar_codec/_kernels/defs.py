@@ -56,6 +56,15 @@ __all__ = [
     "AVRO_DECIMAL_PRECISION",
     "AVRO_TOO_MANY_EMPTY_ITEMS",
     "JSON_INVALID",
+    "JSON_UNEXPECTED_BYTE",
+    "JSON_TRUNCATED",
+    "JSON_WRONG_TYPE",
+    "JSON_MISSING_REQUIRED",
+    "JSON_NUMBER_RANGE",
+    "JSON_BAD_FORMAT",
+    "JSON_UNKNOWN_ENUM",
+    "JSON_DEPTH_EXCEEDED",
+    "JSON_INVALID_UTF8",
     "SCHEMA_NOT_FOUND",
     "SCHEMA_UNRESOLVABLE",
     # wire-prefix protocols (csrc/pc_defs.h from here on)
@@ -219,6 +228,15 @@ AVRO_DECIMAL_PRECISION: Final = 58
 AVRO_TOO_MANY_EMPTY_ITEMS: Final = 59
 # JSON payloads (external JSON schemas): 80-89
 JSON_INVALID: Final = 80
+JSON_UNEXPECTED_BYTE: Final = 81
+JSON_TRUNCATED: Final = 82
+JSON_WRONG_TYPE: Final = 83
+JSON_MISSING_REQUIRED: Final = 84
+JSON_NUMBER_RANGE: Final = 85
+JSON_BAD_FORMAT: Final = 86
+JSON_UNKNOWN_ENUM: Final = 87
+JSON_DEPTH_EXCEEDED: Final = 88
+JSON_INVALID_UTF8: Final = 89
 # schema lookups per row (set by the pipeline, never by a kernel): 90-99
 SCHEMA_NOT_FOUND: Final = 90
 SCHEMA_UNRESOLVABLE: Final = 91
