@@ -4,7 +4,8 @@
  *
  * pulsar_codec/_kernels/defs.py holds the same values for Python; tests/test_kernels_defs.py parses
  * this header and pc_status.h and checks the two agree, name by name (PC_X here is defs.X there;
- * the Avro names K_*, O_*, E_* are the same on both sides). */
+ * the Avro names K_*, O_*, E_* are the same on both sides;
+ * the JSON transcode codes are PC_J_* here and J_* there). */
 #ifndef PC_DEFS_H
 #define PC_DEFS_H
 
@@ -100,5 +101,16 @@ enum {
     PC_ENC_DECIMAL_SIZE = 7, /* unscaled decimal does not fit the Avro fixed */
     PC_ENC_TOO_LARGE = 8     /* output over 2 GiB (int32 offsets) */
 };
+
+/* JSON -> Avro transcode node codes (pulsar_codec.formats.json.mapping builds program trees of them) */
+enum {
+    PC_J_NULL = 1, PC_J_BOOL = 2, PC_J_INT = 3, PC_J_LONG = 4, PC_J_FLOAT = 5, PC_J_DOUBLE = 6,
+    PC_J_STRING = 7, PC_J_BYTES_B64 = 8, PC_J_FIXED_B64 = 9, PC_J_ENUM = 10, PC_J_TIMESTAMP = 11,
+    PC_J_DATE = 12, PC_J_TIME = 13, PC_J_TEXT = 14, PC_J_NULLABLE = 15, PC_J_ARRAY = 16, PC_J_MAP = 17,
+    PC_J_OBJECT = 18
+};
+
+/* Deepest nesting of JSON arrays and objects in one payload (skipped values included) */
+#define PC_JSON_MAX_DEPTH 256
 
 #endif

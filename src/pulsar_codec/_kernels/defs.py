@@ -179,6 +179,26 @@ __all__ = [
     "ENC_ENUM_SYMBOL",
     "ENC_DECIMAL_SIZE",
     "ENC_TOO_LARGE",
+    # JSON transcoding
+    "J_NULL",
+    "J_BOOL",
+    "J_INT",
+    "J_LONG",
+    "J_FLOAT",
+    "J_DOUBLE",
+    "J_STRING",
+    "J_BYTES_B64",
+    "J_FIXED_B64",
+    "J_ENUM",
+    "J_TIMESTAMP",
+    "J_DATE",
+    "J_TIME",
+    "J_TEXT",
+    "J_NULLABLE",
+    "J_ARRAY",
+    "J_MAP",
+    "J_OBJECT",
+    "JSON_MAX_DEPTH",
 ]
 
 # -- status codes: what a kernel reports with (code, index, offset, detail) -------------------------
@@ -395,3 +415,25 @@ ENC_FIXED_SIZE: Final = 5  # fixed_size_binary width differs from the Avro fixed
 ENC_ENUM_SYMBOL: Final = 6  # a string that is not a symbol of the enum
 ENC_DECIMAL_SIZE: Final = 7  # unscaled decimal does not fit the Avro fixed
 ENC_TOO_LARGE: Final = 8  # output over 2 GiB (int32 offsets)
+
+# -- JSON -> Avro transcoding: node codes of the program pulsar_codec.formats.json.mapping builds --
+J_NULL: Final = 1
+J_BOOL: Final = 2
+J_INT: Final = 3
+J_LONG: Final = 4
+J_FLOAT: Final = 5
+J_DOUBLE: Final = 6
+J_STRING: Final = 7
+J_BYTES_B64: Final = 8
+J_FIXED_B64: Final = 9
+J_ENUM: Final = 10
+J_TIMESTAMP: Final = 11
+J_DATE: Final = 12
+J_TIME: Final = 13
+J_TEXT: Final = 14
+J_NULLABLE: Final = 15
+J_ARRAY: Final = 16
+J_MAP: Final = 17
+J_OBJECT: Final = 18
+# deepest nesting of JSON arrays and objects in one payload (skipped values included)
+JSON_MAX_DEPTH: Final = 256

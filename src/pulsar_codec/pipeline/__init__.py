@@ -52,17 +52,26 @@ def _reader_token(reader_schema: Any) -> Any:
     return ("id", id(reader_schema))
 
 
-def _decoder_for(registry: Any, protocol: Any, reader_schema: Any, on_error: str) -> MessageDecoder:
+def _decoder_for(
+    registry: Any, protocol: Any, reader_schema: Any, on_error: str, reader_subject: str | None, format: str | None
+) -> MessageDecoder:
     proto = wire.protocol_by_name(protocol)
     token = _reader_token(reader_schema)
     by_identity = isinstance(token, tuple) and token[0] == "id"
-    key = (id(registry), proto.name, token, on_error)
+    key = (id(registry), proto.name, token, on_error, reader_subject, format)
     with _DECODERS_LOCK:
         hit = _DECODERS.get(key)
         if hit is not None and hit[0] is registry and (hit[1] is reader_schema or not by_identity):
             _DECODERS.move_to_end(key)
             return hit[2]
-    decoder = MessageDecoder(registry, protocol=proto, reader_schema=reader_schema, on_error=on_error)
+    decoder = MessageDecoder(
+        registry,
+        protocol=proto,
+        reader_schema=reader_schema,
+        reader_subject=reader_subject,
+        on_error=on_error,
+        format=format,
+    )
     with _DECODERS_LOCK:
         _DECODERS[key] = (registry, reader_schema, decoder)
         while len(_DECODERS) > _DECODERS_SIZE:
@@ -77,11 +86,15 @@ def decode(
     protocol: Any = wire.CONFLUENT,
     reader_schema: Any = None,
     on_error: str = "raise",
+    reader_subject: str | None = None,
+    format: str | None = None,
 ) -> pa.RecordBatch | Decoded:
     """Decode framed messages with mixed schema ids into one RecordBatch, in input order.
 
-    The same as ``MessageDecoder(registry, protocol=..., reader_schema=..., on_error=...)
-    .decode(messages)`` (see :class:`MessageDecoder` for every parameter). The last few decoders
+    The same as ``MessageDecoder(registry, protocol=..., reader_schema=..., on_error=...,
+    reader_subject=..., format=...).decode(messages)`` (see :class:`MessageDecoder` for every
+    parameter; ``format`` names the payload format when the registry cannot, e.g. ``"JSON"`` for a
+    Mapping of JSON schemas). The last few decoders
     are kept, keyed by the identity of ``registry`` and ``reader_schema``, so repeated calls
     parse and plan once.
 
@@ -90,7 +103,7 @@ def decode(
     pa.RecordBatch or Decoded
     """
     check_on_error(on_error)
-    return _decoder_for(registry, protocol, reader_schema, on_error).decode(messages)
+    return _decoder_for(registry, protocol, reader_schema, on_error, reader_subject, format).decode(messages)
 
 
 def encode(
@@ -103,6 +116,7 @@ def encode(
     schema_id: Any = None,
     use_latest: bool = False,
     auto_register: bool = True,
+    format: str | None = None,
 ) -> pa.Array:
     """Encode Arrow rows as framed messages; the reverse of :func:`decode`.
 
@@ -111,7 +125,8 @@ def encode(
     subject's latest version with ``use_latest=True``; or the registry's schema of ``schema_id``;
     else the one in the batch's ``b"avro.schema"`` metadata, else one derived from the Arrow schema
     and named after the subject's record. It is registered under ``subject`` (or added to a mutable
-    Mapping registry) unless ``auto_register=False``, which only looks its id up.
+    Mapping registry) unless ``auto_register=False``, which only looks its id up. ``format`` is
+    the payload format (``"AVRO"`` by default, ``"JSON"``).
 
     Returns
     -------
@@ -126,5 +141,6 @@ def encode(
         schema_id=schema_id,
         use_latest=use_latest,
         auto_register=auto_register,
+        format=format,
     )
     return encoder.encode(batch)

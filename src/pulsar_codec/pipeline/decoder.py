@@ -226,7 +226,11 @@ class MessageDecoder:
         if kind is not None and self.format is not None and kind != self.format:
             raise SchemaError(f"schema id {schema_id} is a {kind} schema; this decoder reads {self.format}")
         fmt = get_format(kind or self.format)
-        model = fmt.parse(fetched.schema, fetched.references or None)
+        references = fetched.references or None
+        resolve = getattr(fmt, "resolve_references", None)
+        if references and resolve is not None:  # formats whose parser needs the referenced texts
+            references = resolve(self._registry.get(), references)
+        model = fmt.parse(fetched.schema, references)
         return ParsedSchema(fmt, model, fmt.schema_key(model))
 
     def _given_reader(self, fmt: PayloadFormat) -> ParsedSchema:

@@ -1,6 +1,7 @@
 """Serializers shaped like confluent-kafka's, over the pipeline: ``pulsar_codec.serde``.
 
-:class:`AvroSerializer` and :class:`AvroDeserializer` are called as ``(value, ctx)`` like
+:class:`AvroSerializer` / :class:`AvroDeserializer` and :class:`JSONSerializer` /
+:class:`JSONDeserializer` are called as ``(value, ctx)`` like
 confluent-kafka's classes of the same names, so they drop into its ``SerializingProducer`` and
 ``DeserializingConsumer``; they take its config keys where they apply. Each message goes through
 :class:`~pulsar_codec.pipeline.MessageEncoder` / :class:`~pulsar_codec.pipeline.MessageDecoder`,
@@ -17,6 +18,8 @@ cached per schema. :meth:`AvroDeserializer.decode_batch` decodes what
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._avro import AvroDeserializer, AvroSerializer
 from ._subjects import (
     MessageField,
@@ -26,12 +29,26 @@ from ._subjects import (
     topic_subject_name_strategy,
 )
 
+if TYPE_CHECKING:
+    from ._json import JSONDeserializer, JSONSerializer
+
 __all__ = [
     "AvroDeserializer",
     "AvroSerializer",
+    "JSONDeserializer",
+    "JSONSerializer",
     "MessageField",
     "SerializationContext",
     "record_subject_name_strategy",
     "topic_record_subject_name_strategy",
     "topic_subject_name_strategy",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # the JSON serdes load the JSON format (jsonschema, referencing) only when first asked for
+    if name in ("JSONSerializer", "JSONDeserializer"):
+        from . import _json
+
+        return getattr(_json, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -270,8 +270,10 @@ def _registry_parts(registry: Any) -> tuple[Any, RegistryConfig | None, dict[Any
     return registry, (None if found is None or found.is_memory else found), {}
 
 
-def _cache_key(fallback: RegistryConfig | None, protocol: wire.Protocol, reader: Any, shipped: dict[Any, Any]) -> Any:
-    fmt = get_format()
+def _cache_key(
+    fallback: RegistryConfig | None, protocol: wire.Protocol, reader: Any, shipped: dict[Any, Any], format: str | None
+) -> Any:
+    fmt = get_format(format)
     key: tuple[Any, ...] = (fallback, protocol.name, fmt.schema_key(fmt.parse(reader)))
     if fallback is None:
         # no registry behind the shipped schemas: two jobs may give one id different schemas
@@ -292,8 +294,9 @@ def decode(
     error_column: str = "decode_error",
     subjects: list[str] | None = None,
     prefetch: bool = True,
+    format: str | None = None,
 ) -> Any:
-    """Decode a column of framed Avro messages (or of PIP-420 bodies) into a struct column.
+    """Decode a column of framed messages (or of PIP-420 bodies) into a struct column.
 
     Parameters
     ----------
@@ -321,6 +324,9 @@ def decode(
         Run the distinct-id pre-pass (default; skipped for streaming DataFrames). With False
         only ``subjects`` are resolved on the driver and executors fetch other ids themselves
         (once per process); give ``reader_schema`` or ``subjects`` then.
+    format : str, optional
+        The payload format (``"AVRO"``, ``"JSON"``): default the registry's ``schemaType`` of the
+        newest resolved schema (a Mapping registry of plain text is Avro unless this says otherwise).
 
     Returns
     -------
@@ -349,12 +355,17 @@ def decode(
     if reader_schema is not None:
         reader = reader_schema
     elif shipped:
-        newest = max(shipped, key=_order)
-        reader = fetch_schema(shipped, newest).schema
+        newest = fetch_schema(shipped, max(shipped, key=_order))
+        reader = newest.schema
+        format = format or newest.schema_type
     else:
         raise SchemaError("no reader schema: no schema id was resolved on the driver; pass reader_schema or subjects")
     decoder = MessageDecoder(
-        ShippedSchemas(shipped, fallback, missing), protocol=wire_protocol, reader_schema=reader, on_error="null"
+        ShippedSchemas(shipped, fallback, missing),
+        protocol=wire_protocol,
+        reader_schema=reader,
+        on_error="null",
+        format=format,
     )
     target, _ = reader_struct(decoder.arrow_schema)
     keep = [f for f in df.schema.fields if f.name not in (output, error_column)]
@@ -363,7 +374,7 @@ def decode(
     )
     job = DecodeJob(
         decoder=decoder,
-        cache_key=_cache_key(fallback, wire_protocol, reader, shipped),
+        cache_key=_cache_key(fallback, wire_protocol, reader, shipped, format),
         column=column,
         id_column=schema_id_column,
         output=output,

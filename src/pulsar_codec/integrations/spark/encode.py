@@ -89,13 +89,15 @@ def _body_schema(spark_type: Any) -> tuple[Any, bool]:
     return pa.schema([pa.field("value", arrow)]), False
 
 
-def _writer_text(body: Any, is_struct: bool, subject: str, schema: Any) -> str:
+def _writer_text(body: Any, is_struct: bool, subject: str, schema: Any, format: str | None = None) -> str:
     """The writer schema's text: ``schema``, or one derived from the batches' Arrow schema."""
-    fmt = get_format()
+    fmt = get_format(format)
     if schema is not None:
         return fmt.schema_text(fmt.parse(schema))
     model = fmt.model_from_arrow(body, name=_avro_name(subject))
     if not is_struct:  # one value per message: the schema of the single field, not a record around it
+        if fmt.name != "AVRO":
+            raise ValueError(f"encoding a non-struct column as {fmt.name} is not supported: encode a struct column")
         model = model.fields[0].type
     return fmt.schema_text(model)
 
@@ -109,8 +111,9 @@ def encode(
     protocol: Any = wire.CONFLUENT,
     schema: Any = None,
     output: str = "value",
+    format: str | None = None,
 ) -> Any:
-    """Encode a struct column (or any column) into framed Avro messages.
+    """Encode a struct column (or any column) into framed messages (Avro, or JSON with ``format="JSON"``).
 
     Parameters
     ----------
@@ -130,6 +133,9 @@ def encode(
         decimals ``bytes``/``decimal``), the record named after the subject.
     output : str
         Name of the binary output column (an existing column of that name is replaced).
+    format : str, optional
+        The payload format: ``"AVRO"`` (default) or ``"JSON"`` (a struct column only; the derived
+        schema is a draft-07 JSON Schema titled after the subject).
 
     Returns
     -------
@@ -145,12 +151,12 @@ def encode(
 
     wire_protocol = check_protocol(protocol)
     body, is_struct = _body_schema(df.schema[column].dataType)
-    text = _writer_text(body, is_struct, subject, schema)
+    text = _writer_text(body, is_struct, subject, schema, format)
     # register on the driver, through the encoder's own path (an empty batch registers, writes nothing)
-    registering = MessageEncoder(registry, subject, protocol=wire_protocol, schema=text)
+    registering = MessageEncoder(registry, subject, protocol=wire_protocol, schema=text, format=format)
     schema_id, _ = registering.encode_payloads(body.empty_table())
     schema_id = int(schema_id)
-    encoder = MessageEncoder({}, subject, protocol=wire_protocol, schema=text, schema_id=schema_id)
+    encoder = MessageEncoder({}, subject, protocol=wire_protocol, schema=text, schema_id=schema_id, format=format)
     keep = [f for f in df.schema.fields if f.name != output]
     out_schema = StructType(keep + [StructField(output, BinaryType(), True)])
     job = EncodeJob(encoder, (text, schema_id, wire_protocol.name), column, output, _backend.active().name)

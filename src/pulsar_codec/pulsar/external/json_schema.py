@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from ... import wire
 from ...errors import EncodeError, ErrorCode, SchemaError, SchemaNotFoundError, error_for
+from ...pipeline import Decoded, MessageDecoder
 from ...registry.lookup import fetch_schema
 from ..schema_info import EncodeData
 from .base import RegistrySchema
@@ -40,7 +41,8 @@ class JsonExternalSchema(RegistrySchema):
     The payload is compact UTF-8 JSON text behind the same framing as Avro (Hortonworks uses its
     JSON protocol byte 4). ``schema`` is a JSON Schema document (dict or text); its ``title`` is
     the record name for RecordNameStrategy. Values are not validated against the JSON Schema
-    (no validator is a dependency); ``decode`` returns ``json.loads`` of the body.
+    (no validator runs); ``decode`` returns ``json.loads`` of one body, and :meth:`decode_batch`
+    reads many bodies into typed Arrow columns with the schema-directed JSON decoder.
 
     Parameters are those of :class:`AvroExternalSchema`, without ``reader_schema`` and ``fast``.
     """
@@ -53,6 +55,7 @@ class JsonExternalSchema(RegistrySchema):
         self._schema_text = schema if isinstance(schema, str) else None
         self._by_id: dict[int, Any] = {}
         self._by_id_lock = threading.Lock()
+        self._decoders: dict[str, MessageDecoder] = {}
 
     def _parse(self, schema: Any) -> Any:
         if isinstance(schema, (bytes, bytearray)):
@@ -104,6 +107,7 @@ class JsonExternalSchema(RegistrySchema):
     def _forget_schemas(self) -> None:
         with self._by_id_lock:
             self._by_id.clear()
+            self._decoders.clear()
 
     def _frame(self, schema_id: int, body: bytes) -> EncodeData:
         if self.protocol is not wire.HORTONWORKS:
@@ -151,29 +155,50 @@ class JsonExternalSchema(RegistrySchema):
         topic: str | None = None,
         on_error: str = "raise",
         arrow_schema: pa.Schema | None = None,
-    ) -> pa.RecordBatch:
-        """Decode many messages into a ``pa.RecordBatch`` (object values: one column per key,
-        types inferred by pyarrow unless ``arrow_schema`` is given; other values: a ``value``
-        column). Null messages give rows of nulls. ``on_error`` must be ``"raise"``.
+    ) -> pa.RecordBatch | Decoded:
+        """Decode many messages into a ``pa.RecordBatch`` in one pass of the JSON decoder
+        (:class:`~pulsar_codec.pipeline.MessageDecoder`, format JSON): an object schema gives one
+        column per property, typed by the schema (see the JSON Schema -> Arrow mapping); other
+        schemas a ``value`` column. Null messages give null rows.
+
+        Parameters
+        ----------
+        messages : pa.BinaryArray, ChunkedArray or sequence of bytes / None
+            Framed messages (or raw bodies with ``framed=False``).
+        schema_ids : sequence of bytes, optional
+            Per-message metadata ids; required with ``framed=False``.
+        on_error : {"raise", "null"}
+            ``"null"``: a bad message is a null row and ``Decoded(batch, errors)`` is returned.
+        arrow_schema : pa.Schema, optional
+            Cast the decoded batch to these columns.
+
+        Raises
+        ------
+        JsonDecodeError
+            A payload that is not JSON or does not match the writer schema (with ``on_error="raise"``).
         """
-        if on_error != "raise":
-            raise ValueError("JsonExternalSchema.decode_batch supports on_error='raise' only")
         self._check_open()
+        if schema_ids is None and not self.framed:
+            raise SchemaNotFoundError("framed=False: decode_batch needs the messages' schema_ids")
+        decoder = self._decoder(on_error)
         if schema_ids is None:
-            if not self.framed:
-                raise SchemaNotFoundError("framed=False: decode_batch needs the messages' schema_ids")
-            unframed = wire.unframe(messages, self.protocol)
-            payloads = unframed.payloads.to_pylist()
-            ids = unframed.schema_ids.to_pylist()
+            result = decoder.decode(messages)
         else:
-            payloads, ids = self._bodies_and_ids(messages, schema_ids)
-        for schema_id in {i for i in ids if i is not None}:
-            if isinstance(schema_id, dict):
-                raise SchemaNotFoundError("Hortonworks protocol-1 ids (metadata id, version) cannot be looked up")
-            self.schema_for_id(int(schema_id))
-        rows = [None if p is None else _json_body(p, i) for i, p in enumerate(payloads)]
-        present = [r for r in rows if r is not None]
-        if present and all(isinstance(r, dict) for r in present):
-            return pa.RecordBatch.from_pylist([{} if r is None else r for r in rows], schema=arrow_schema)
-        column = pa.array(rows) if arrow_schema is None else pa.array(rows, arrow_schema.field("value").type)
-        return pa.RecordBatch.from_arrays([column], ["value"])
+            bodies, ids = self._bodies_and_ids(messages, schema_ids)
+            result = decoder.decode_payloads(bodies, ids)
+        if arrow_schema is None:
+            return result
+        if isinstance(result, Decoded):
+            return Decoded(result.batch.cast(arrow_schema), result.errors)
+        return result.cast(arrow_schema)
+
+    def _decoder(self, on_error: str) -> MessageDecoder:
+        """The bulk decoder of one error mode (made once; it caches schemas and plans by id)."""
+        found = self._decoders.get(on_error)
+        if found is None:
+            with self._by_id_lock:
+                found = self._decoders.get(on_error)
+                if found is None:
+                    found = MessageDecoder(self.registry, protocol=self.protocol, on_error=on_error, format="JSON")
+                    self._decoders[on_error] = found
+        return found

@@ -1,0 +1,274 @@
+"""JSON payloads -> Arrow: pulsar_codec against the ways people decode JSON topics today.
+
+One workload, a 10-field record (a nested struct, a list of strings, a map, a nullable string, a
+date-time, numbers, a boolean) as a Confluent JSON Schema subject, Confluent-framed. Peers, on the
+same payloads in one run:
+
+* ``json.loads`` per message + ``pa.Table.from_pylist`` (the usual recipe);
+* ``pyarrow.json.read_json`` with the explicit Arrow schema, the payloads joined by newlines (no
+  framing, no registry; one bad row fails the block);
+* confluent-kafka's ``JSONDeserializer`` per message (it validates each message against the
+  schema) + ``from_pylist``, through the embedded registry's REST facade.
+
+Also the pure twin, and peak memory (RSS growth during one compiled decode / payload bytes).
+
+    python bench/bench_json.py            # one run, prints the table and the ratios
+    pytest bench/bench_json.py --benchmark-only
+"""
+
+from __future__ import annotations
+
+import datetime
+import gc
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.json as pa_json
+import pytest
+
+import pulsar_codec as pc
+from pulsar_codec import wire
+from pulsar_codec._kernels import _backend
+
+ORDER = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "title": "Order",
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "customer": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "tier": {"type": "integer"}},
+            "required": ["name", "tier"],
+        },
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "attrs": {"type": "object", "additionalProperties": {"type": "string"}},
+        "note": {"type": ["string", "null"]},
+        "created": {"type": "string", "format": "date-time"},
+        "amount": {"type": "number"},
+        "qty": {"type": "integer"},
+        "active": {"type": "boolean"},
+        "score": {"type": "number"},
+    },
+    "required": ["id", "customer", "tags", "attrs", "created", "amount", "qty", "active", "score"],
+}
+SCHEMA_ID = 1
+ARROW = pa.schema(
+    [
+        pa.field("id", pa.int64()),
+        pa.field("customer", pa.struct([pa.field("name", pa.string()), pa.field("tier", pa.int64())])),
+        pa.field("tags", pa.list_(pa.string())),
+        pa.field("attrs", pa.map_(pa.string(), pa.string())),
+        pa.field("note", pa.string()),
+        pa.field("created", pa.timestamp("us", tz="UTC")),
+        pa.field("amount", pa.float64()),
+        pa.field("qty", pa.int64()),
+        pa.field("active", pa.bool_()),
+        pa.field("score", pa.float64()),
+    ]
+)
+_WORDS = ["red", "green", "blue", "north", "south", "fast", "slow", "new", "old", "big"]
+
+
+def record(rng: random.Random, i: int) -> dict[str, Any]:
+    created = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(
+        seconds=rng.randrange(10**7), microseconds=rng.randrange(10**6)
+    )
+    return {
+        "id": i,
+        "customer": {"name": f"customer-{rng.randrange(10**6)}", "tier": rng.randrange(5)},
+        "tags": rng.sample(_WORDS, rng.randrange(4)),
+        "attrs": {f"k{j}": rng.choice(_WORDS) for j in range(rng.randrange(3))},
+        "note": None if rng.random() < 0.5 else "leave at the door",
+        "created": created.isoformat().replace("+00:00", "Z"),
+        "amount": round(rng.uniform(0, 1000), 2),
+        "qty": rng.randrange(1, 20),
+        "active": rng.random() < 0.5,
+        "score": rng.random(),
+    }
+
+
+def bodies(rows: int, seed: int = 7) -> list[bytes]:
+    """Compact JSON bodies (property order = schema order), as confluent-kafka's JSONSerializer writes them."""
+    rng = random.Random(seed)
+    return [json.dumps(record(rng, i), separators=(",", ":"), ensure_ascii=False).encode() for i in range(rows)]
+
+
+def corpus(rows: int) -> pa.Array:
+    return pa.array([wire.CONFLUENT.pack(SCHEMA_ID, b) for b in bodies(rows)], pa.binary())
+
+
+REGISTRY = {SCHEMA_ID: json.dumps(ORDER)}
+
+
+def run_pulsar_codec(messages: pa.Array, backend: str) -> pa.RecordBatch:
+    with _backend.use(backend):
+        out: pa.RecordBatch = pc.decode(messages, REGISTRY, format="JSON")
+    return out
+
+
+def run_json_loads(messages: list[bytes]) -> pa.Table:
+    return pa.Table.from_pylist([json.loads(m[5:]) for m in messages])
+
+
+def run_read_json(joined: bytes) -> pa.Table:
+    options = pa_json.ParseOptions(explicit_schema=ARROW, unexpected_field_behavior="ignore")
+    return pa_json.read_json(io.BytesIO(joined), parse_options=options)
+
+
+class ConfluentPeer:
+    """confluent-kafka's JSONDeserializer over the embedded registry's REST facade."""
+
+    def __init__(self) -> None:
+        from pulsar_codec.registry import LocalRegistry
+        from pulsar_codec.registry.server import serve
+
+        with warnings.catch_warnings():
+            try:  # confluent-kafka's registry module imports authlib's deprecated httpx integration
+                import authlib.deprecate  # type: ignore[import-untyped]  # noqa: F401
+            except ImportError:
+                pass
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from confluent_kafka.schema_registry import SchemaRegistryClient
+            from confluent_kafka.schema_registry.json_schema import JSONDeserializer
+            from confluent_kafka.serialization import MessageField, SerializationContext
+
+        self.registry = LocalRegistry(":memory:")
+        self.schema_id = self.registry.register("orders-value", json.dumps(ORDER), schema_type="JSON")
+        self._server = serve(self.registry)
+        self.server = self._server.__enter__()
+        self.client = SchemaRegistryClient({"url": self.server.url})
+        self.deserializer = JSONDeserializer(json.dumps(ORDER), schema_registry_client=self.client)
+        self.ctx = SerializationContext("orders", MessageField.VALUE)
+
+    def frame(self, payloads: list[bytes]) -> list[bytes]:
+        return [wire.CONFLUENT.pack(self.schema_id, b) for b in payloads]
+
+    def run(self, messages: list[bytes]) -> pa.Table:
+        return pa.Table.from_pylist([self.deserializer(m, self.ctx) for m in messages])
+
+    def close(self) -> None:
+        self._server.__exit__(None, None, None)
+        self.registry.close()
+
+
+# -- pytest-benchmark ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("peer", ["cython", "python", "json-loads", "read-json"])
+def test_decode(benchmark: Any, peer: str) -> None:
+    rows = 20_000 if peer in ("cython", "read-json") else 2_000
+    messages = corpus(rows)
+    if peer in ("cython", "python"):
+        if peer == "cython" and not _backend.compiled_available():
+            pytest.skip("compiled kernels unavailable")
+        out = benchmark(run_pulsar_codec, messages, peer)
+    elif peer == "json-loads":
+        out = benchmark(run_json_loads, messages.to_pylist())
+    else:
+        out = benchmark(run_read_json, b"\n".join(bodies(rows)))
+    assert out.num_rows == rows
+
+
+# -- one run, printed --------------------------------------------------------------------------------
+
+
+def _best(fn: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def _rss_growth(rows: int) -> tuple[int, int]:
+    """(peak RSS growth during one compiled decode, payload bytes), in a child process."""
+    code = f"""
+import threading, time, os, gc
+import bench_json as b
+msgs = b.corpus({rows})
+payload = msgs.buffers()[2].size - 5 * len(msgs)
+b.run_pulsar_codec(b.corpus(100), 'cython')  # plans, imports
+gc.collect()
+page = os.sysconf('SC_PAGE_SIZE')
+def rss():
+    with open('/proc/self/statm') as f:
+        return int(f.read().split()[1]) * page
+base = rss(); peak = [base]; done = [False]
+def watch():
+    while not done[0]:
+        peak[0] = max(peak[0], rss()); time.sleep(0.0005)
+t = threading.Thread(target=watch); t.start()
+result = b.run_pulsar_codec(msgs, 'cython')
+peak[0] = max(peak[0], rss()); done[0] = True; t.join()
+print(peak[0] - base, payload)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=os.path.dirname(os.path.abspath(__file__)),
+    )
+    grow, payload = out.stdout.split()
+    return int(grow), int(payload)
+
+
+def _rate(value: float) -> str:
+    if value >= 1e6:
+        return f"{value / 1e6:.2f}M"
+    return f"{value / 1e3:.0f}k" if value >= 1e4 else f"{value:.0f}"
+
+
+def main() -> None:
+    rows, peer_rows = 200_000, 20_000
+    big, small = corpus(rows), corpus(peer_rows)
+    small_list = small.to_pylist()
+    joined = b"\n".join(bodies(rows))
+    compiled = _backend.compiled_available()
+    if compiled:
+        expected = run_pulsar_codec(small, "cython")
+        assert expected.equals(run_pulsar_codec(small, "python")), "twins differ"
+        run_pulsar_codec(big, "cython")
+        ours = rows / _best(lambda: run_pulsar_codec(big, "cython"), 5)
+    pure = peer_rows / _best(lambda: run_pulsar_codec(small, "python"), 2)
+    loads = peer_rows / _best(lambda: run_json_loads(small_list), 3)
+    read_json = rows / _best(lambda: run_read_json(joined), 5)
+    confluent = ConfluentPeer()
+    try:
+        framed = confluent.frame(bodies(peer_rows // 4))
+        ck = len(framed) / _best(lambda: confluent.run(framed), 2)
+    finally:
+        confluent.close()
+    print(
+        "Records/s, Confluent-framed JSON Schema messages -> Arrow, single thread, best of several runs; "
+        f"compiled and read_json on {rows:,} rows, the others on {peer_rows:,} or fewer. Peak = RSS growth "
+        "during one compiled decode / payload bytes.\n"
+    )
+    print(
+        "| compiled | pure | json.loads + from_pylist | pyarrow read_json + schema | confluent-kafka JSONDeserializer + from_pylist | compiled / json.loads | compiled / read_json | compiled / confluent-kafka | peak compiled |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    if compiled:
+        grow, payload = _rss_growth(rows)
+        print(
+            f"| {_rate(ours)} | {_rate(pure)} | {_rate(loads)} | {_rate(read_json)} | {_rate(ck)} "
+            f"| {ours / loads:,.0f}x | {ours / read_json:,.1f}x | {ours / ck:,.0f}x | {grow / payload:.2f}x payload |"
+        )
+    else:
+        print(f"| n/a | {_rate(pure)} | {_rate(loads)} | {_rate(read_json)} | {_rate(ck)} | | | | |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1347 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled twin of the JSON -> Avro transcoder (pure twin: ``json_py.py``, which documents the
+program nodes, the errors and their offsets; both twins give the same bytes and the same errors).
+
+:class:`Program` flattens a program tree into C structs once. :func:`transcode` runs a recursive
+descent parser over every payload with the GIL released, writing Avro bytes into one malloc'd
+buffer that grows geometrically and is handed to numpy without a copy.
+
+Numbers -> double: a number with at most 15 significant digits and a decimal exponent that keeps
+both factors exact (``|e| <= 22``, or up to ``22 + 15 - digits`` upwards) is one IEEE multiplication
+or division of two exact doubles, hence correctly rounded (Clinger's fast path). Every other number
+takes the GIL briefly and goes through Python's ``float()`` of its text (David Gay's correctly
+rounded strtod, the pure twin's reference), so the twins agree bit for bit.
+
+Bounds: every read of a payload byte is preceded by a check against the payload's length ``c.n``,
+and every write by a ``reserve`` of the output buffer, which is why bounds checking is off.
+"""
+
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memcpy, memmove, memcmp, memset
+from libc.math cimport isinf
+from cpython.buffer cimport PyBuffer_FillInfo
+from cpython.bytes cimport PyBytes_FromStringAndSize
+
+import numpy as np
+
+from . cimport defs
+from .defs cimport pc_error
+
+__all__ = ["Program", "transcode"]
+
+# field of an object / symbol of an enum: its UTF-8 name in the program's blob
+ctypedef struct jfield:
+    int64_t name_off, name_len
+    int64_t miss_off, miss_len  # miss_len < 0: the property is required
+    int32_t child
+
+ctypedef struct jnode:
+    int32_t op, child, nfields, first, keep_extra
+    int64_t size  # J_FIXED_B64 byte count
+
+ctypedef struct jbuf:
+    uint8_t *p
+    int64_t len, cap
+
+ctypedef struct jctx:
+    const uint8_t *s      # the payload
+    int64_t n             # its length
+    jbuf out              # Avro bytes of all rows
+    jbuf tmp              # an object's fields put in order
+    jbuf scratch          # a decoded string (keys, enums, formats)
+    int64_t *ints         # stack of object field spans and extra-key spans
+    int64_t nints, cap_ints
+    const jnode *nodes
+    const jfield *fields
+    const uint8_t *blob
+    int32_t depth
+    int32_t code          # error of the current row (-1: out of memory)
+    int64_t offset, detail
+
+# jctx.code when malloc failed (never a status code)
+cdef int32_t NOMEM = -1
+
+cdef uint8_t KIND[256]        # JSON kind by first byte, 255 = no value starts with it
+cdef uint8_t HEXVAL[256]      # 255 = not a hex digit
+cdef int8_t B64VAL[256]       # -1 = not in the base64 alphabet
+cdef uint8_t PLAIN[256]       # 1 = a string byte that needs no attention (printable ASCII but " and \)
+cdef double POW10[23]
+cdef uint8_t ESCAPED[256]     # what a one-letter escape stands for
+cdef int DAYS_IN_MONTH[16]      # by month, 1-12 (16: the index is masked)
+
+
+cdef void _init_tables():
+    cdef int i
+    for i in range(256):
+        KIND[i] = 255
+        HEXVAL[i] = 255
+        B64VAL[i] = -1
+        PLAIN[i] = 1 if (0x20 <= i < 0x80 and i != 0x22 and i != 0x5C) else 0
+    KIND[ord("n")] = 0
+    KIND[ord("t")] = 1
+    KIND[ord("f")] = 1
+    KIND[ord("-")] = 2
+    for i in range(10):
+        KIND[0x30 + i] = 2
+        HEXVAL[0x30 + i] = i
+        B64VAL[0x30 + i] = 52 + i
+    KIND[ord('"')] = 3
+    KIND[ord("[")] = 4
+    KIND[ord("{")] = 5
+    for i in range(6):
+        HEXVAL[0x61 + i] = 10 + i
+        HEXVAL[0x41 + i] = 10 + i
+    for i in range(26):
+        B64VAL[0x41 + i] = i
+        B64VAL[0x61 + i] = 26 + i
+    B64VAL[ord("+")] = 62
+    B64VAL[ord("/")] = 63
+    for letter, meaning in zip(list(b'"\\/bfnrt'), list(b'"\\/\b\f\n\r\t')):
+        ESCAPED[letter] = meaning
+    for i, b in enumerate((0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)):
+        DAYS_IN_MONTH[i] = b
+    POW10[0] = 1.0
+    for i in range(1, 23):
+        POW10[i] = POW10[i - 1] * 10.0
+
+
+_init_tables()
+
+
+# -- buffers -------------------------------------------------------------------------------------------
+
+cdef inline int reserve(jctx *c, jbuf *b, int64_t extra) noexcept nogil:
+    cdef int64_t need = b.len + extra, cap
+    cdef uint8_t *p
+    if need <= b.cap:
+        return 0
+    cap = b.cap * 2 if b.cap * 2 > need else need + 64
+    p = <uint8_t *> realloc(b.p, <size_t> cap)
+    if p == NULL:
+        c.code = NOMEM
+        return -1
+    b.p = p
+    b.cap = cap
+    return 0
+
+
+cdef inline int put_varint(jctx *c, jbuf *b, uint64_t v) noexcept nogil:
+    if reserve(c, b, 10):
+        return -1
+    while v > 0x7F:
+        b.p[b.len] = <uint8_t> ((v & 0x7F) | 0x80)
+        b.len += 1
+        v >>= 7
+    b.p[b.len] = <uint8_t> v
+    b.len += 1
+    return 0
+
+
+cdef inline int put_long(jctx *c, int64_t v) noexcept nogil:
+    return put_varint(c, &c.out, ((<uint64_t> v) << 1) ^ (<uint64_t> (v >> 63)))
+
+
+cdef inline int put_bytes(jctx *c, jbuf *b, const uint8_t *p, int64_t n) noexcept nogil:
+    if reserve(c, b, n):
+        return -1
+    if n:
+        memcpy(b.p + b.len, p, <size_t> n)
+    b.len += n
+    return 0
+
+
+cdef inline int varint_len(uint64_t v) noexcept nogil:
+    cdef int n = 1
+    while v > 0x7F:
+        v >>= 7
+        n += 1
+    return n
+
+
+cdef inline int64_t push_ints(jctx *c, int64_t count) noexcept nogil:
+    """Reserve ``count`` slots on the int stack; their index, or -1."""
+    cdef int64_t need = c.nints + count, cap, at
+    cdef int64_t *p
+    if need > c.cap_ints:
+        cap = c.cap_ints * 2 if c.cap_ints * 2 > need else need + 64
+        p = <int64_t *> realloc(c.ints, <size_t> cap * sizeof(int64_t))
+        if p == NULL:
+            c.code = NOMEM
+            return -1
+        c.ints = p
+        c.cap_ints = cap
+    at = c.nints
+    c.nints = need
+    return at
+
+
+# -- the JSON grammar --------------------------------------------------------------------------------
+
+cdef inline int64_t fail(jctx *c, int32_t code, int64_t offset, int64_t detail) noexcept nogil:
+    c.code = code
+    c.offset = offset
+    c.detail = detail
+    return -1
+
+
+cdef inline int64_t unexpected(jctx *c, int64_t pos) noexcept nogil:
+    return fail(c, defs.JSON_UNEXPECTED_BYTE, pos, c.s[pos])
+
+
+cdef inline int64_t truncated(jctx *c) noexcept nogil:
+    return fail(c, defs.JSON_TRUNCATED, c.n, 0)
+
+
+cdef inline int64_t ws(jctx *c, int64_t pos) noexcept nogil:
+    """Skip whitespace; the end of the payload here is a truncated value."""
+    cdef uint8_t b
+    while pos < c.n:
+        b = c.s[pos]
+        if b == 0x20 or b == 0x0A or b == 0x0D or b == 0x09:
+            pos += 1
+        else:
+            return pos
+    return truncated(c)
+
+
+cdef inline int64_t expect(jctx *c, int64_t pos, int kind) noexcept nogil:
+    cdef uint8_t found = KIND[c.s[pos]]
+    if found == kind:
+        return 0
+    if found == 255:
+        return unexpected(c, pos)
+    return fail(c, defs.JSON_WRONG_TYPE, pos, found)
+
+
+cdef inline int64_t enter(jctx *c, int64_t pos) noexcept nogil:
+    c.depth += 1
+    if c.depth > defs.JSON_MAX_DEPTH:
+        return fail(c, defs.JSON_DEPTH_EXCEEDED, pos, defs.JSON_MAX_DEPTH)
+    return 0
+
+
+cdef inline int64_t literal(jctx *c, int64_t pos, const char *word, int length) noexcept nogil:
+    cdef int i
+    for i in range(length):
+        if pos + i >= c.n:
+            return truncated(c)
+        if c.s[pos + i] != <uint8_t> word[i]:
+            return unexpected(c, pos + i)
+    return pos + length
+
+
+cdef inline bint is_digit(uint8_t b) noexcept nogil:
+    return 0x30 <= b <= 0x39
+
+
+cdef inline int64_t digit_needed(jctx *c, int64_t pos) noexcept nogil:
+    """A number stops at ``pos`` where a digit must follow."""
+    if pos >= c.n:
+        return truncated(c)
+    return unexpected(c, pos)
+
+
+cdef int64_t number_end(jctx *c, int64_t pos) noexcept nogil:
+    """The end of the number at ``pos`` (its first byte is ``-`` or a digit); twin: _Row.number_end."""
+    cdef const uint8_t *s = c.s
+    cdef int64_t n = c.n
+    if s[pos] == 0x2D:
+        pos += 1
+        if pos >= n or not is_digit(s[pos]):
+            return digit_needed(c, pos)
+    if s[pos] == 0x30:
+        pos += 1
+    else:
+        while pos < n and is_digit(s[pos]):
+            pos += 1
+    if pos < n and s[pos] == 0x2E:
+        pos += 1
+        if pos >= n or not is_digit(s[pos]):
+            return digit_needed(c, pos)
+        while pos < n and is_digit(s[pos]):
+            pos += 1
+    if pos < n and (s[pos] == 0x65 or s[pos] == 0x45):
+        pos += 1
+        if pos < n and (s[pos] == 0x2B or s[pos] == 0x2D):
+            pos += 1
+        if pos >= n or not is_digit(s[pos]):
+            return digit_needed(c, pos)
+        while pos < n and is_digit(s[pos]):
+            pos += 1
+    return pos
+
+
+ctypedef struct jdecimal:
+    uint64_t mantissa  # significant digits without leading and trailing zeros (when digits <= 19)
+    int32_t digits     # how many (> 19: mantissa is not exact)
+    int64_t scale      # value = mantissa * 10**scale (saturated far beyond any double or int64)
+    bint negative
+
+
+cdef void read_decimal(const uint8_t *s, int64_t pos, int64_t end, jdecimal *d) noexcept nogil:
+    """Split a scanned JSON number into significant digits and a power of ten."""
+    cdef int64_t zeros = 0, exponent = 0, frac = 0
+    cdef bint in_frac = False, exp_negative = False
+    cdef uint8_t b
+    d.mantissa = 0
+    d.digits = 0
+    d.negative = s[pos] == 0x2D
+    if d.negative:
+        pos += 1
+    while pos < end:
+        b = s[pos]
+        if b == 0x2E:
+            in_frac = True
+        elif b == 0x65 or b == 0x45:
+            break
+        else:
+            if in_frac:
+                frac += 1
+            if b == 0x30:
+                if d.digits:
+                    zeros += 1  # deferred: trailing zeros move into the exponent
+            else:
+                while zeros:
+                    if d.digits < 19:
+                        d.mantissa *= 10
+                    d.digits += 1
+                    zeros -= 1
+                if d.digits < 19:
+                    d.mantissa = d.mantissa * 10 + (b - 0x30)
+                d.digits += 1
+        pos += 1
+    if pos < end:
+        pos += 1
+        if s[pos] == 0x2D or s[pos] == 0x2B:
+            exp_negative = s[pos] == 0x2D
+            pos += 1
+        while pos < end:
+            if exponent < 1000000000:
+                exponent = exponent * 10 + (s[pos] - 0x30)
+            pos += 1
+        if exp_negative:
+            exponent = -exponent
+    d.scale = exponent - frac + zeros
+
+
+cdef int64_t integral(jctx *c, int64_t pos, int64_t end, int32_t op, int64_t *value) noexcept nogil:
+    """The exact integer at ``pos``; twin: json_py._integral and _Row.integer."""
+    cdef jdecimal d
+    cdef uint64_t v, limit
+    cdef int64_t k
+    read_decimal(c.s, pos, end, &d)
+    if d.digits == 0:
+        value[0] = 0
+        return 0
+    if d.scale < 0:
+        return fail(c, defs.JSON_WRONG_TYPE, pos, 2)
+    if d.digits + d.scale > 19:
+        return fail(c, defs.JSON_NUMBER_RANGE, pos, op)
+    v = d.mantissa
+    for k in range(d.scale):
+        v *= 10
+    if op == defs.J_INT:
+        limit = (<uint64_t> 1 << 31) - 1 + d.negative
+    else:
+        limit = (<uint64_t> 1 << 63) - 1 + d.negative
+    if v > limit:
+        return fail(c, defs.JSON_NUMBER_RANGE, pos, op)
+    value[0] = -<int64_t> v if d.negative else <int64_t> v
+    return 0
+
+
+cdef double slow_double(const uint8_t *s, int64_t pos, int64_t end) noexcept nogil:
+    with gil:
+        return float(PyBytes_FromStringAndSize(<const char *> s + pos, end - pos))
+
+
+cdef double to_double(const uint8_t *s, int64_t pos, int64_t end) noexcept nogil:
+    """The correctly rounded double of the number text ``s[pos:end]``."""
+    cdef jdecimal d
+    cdef double x
+    read_decimal(s, pos, end, &d)
+    if d.digits == 0:
+        return -0.0 if d.negative else 0.0
+    if d.digits <= 15:
+        x = <double> d.mantissa
+        if 0 <= d.scale <= 22:
+            x *= POW10[d.scale]
+        elif -22 <= d.scale < 0:
+            x /= POW10[-d.scale]
+        elif 22 < d.scale <= 22 + 15 - d.digits:
+            x = x * POW10[d.scale - 22]  # still an exact integer below 10**15
+            x *= POW10[22]
+        else:
+            return slow_double(s, pos, end)
+        return -x if d.negative else x
+    return slow_double(s, pos, end)
+
+
+cdef inline int utf8_length(const uint8_t *s, int64_t pos, int64_t n) noexcept nogil:
+    """Bytes of the well-formed UTF-8 sequence at ``pos`` (lead byte >= 0x80), 0 if ill-formed."""
+    cdef uint8_t b0 = s[pos], lo = 0x80, hi = 0xBF
+    cdef int length, i
+    if b0 < 0xC2 or b0 > 0xF4:
+        return 0
+    if b0 < 0xE0:
+        length = 2
+    elif b0 < 0xF0:
+        length = 3
+        if b0 == 0xE0:
+            lo = 0xA0
+        elif b0 == 0xED:
+            hi = 0x9F
+    else:
+        length = 4
+        if b0 == 0xF0:
+            lo = 0x90
+        elif b0 == 0xF4:
+            hi = 0x8F
+    if pos + length > n:
+        return 0
+    if not (lo <= s[pos + 1] <= hi):
+        return 0
+    for i in range(2, length):
+        if not (0x80 <= s[pos + i] <= 0xBF):
+            return 0
+    return length
+
+
+cdef inline int64_t hex4(jctx *c, int64_t pos, int32_t *value) noexcept nogil:
+    cdef int32_t v = 0
+    cdef int64_t i
+    cdef uint8_t h
+    for i in range(pos, pos + 4):
+        if i >= c.n:
+            return truncated(c)
+        h = HEXVAL[c.s[i]]
+        if h == 255:
+            return unexpected(c, i)
+        v = v * 16 + h
+    value[0] = v
+    return 0
+
+
+cdef int64_t scan_string(jctx *c, int64_t pos, int64_t *decoded, bint *escaped) noexcept nogil:
+    """Check the string at ``pos`` (its opening quote); return the position after it, with the
+    length of its decoded UTF-8 and whether it has escapes. Twin: _Row.read_string."""
+    cdef const uint8_t *s = c.s
+    cdef int64_t n = c.n, length = 0
+    cdef uint8_t b
+    cdef int k
+    cdef int32_t code, low
+    escaped[0] = False
+    pos += 1
+    while True:
+        while pos < n and PLAIN[s[pos]]:
+            pos += 1
+            length += 1
+        if pos >= n:
+            return truncated(c)
+        b = s[pos]
+        if b == 0x22:
+            decoded[0] = length
+            return pos + 1
+        if b >= 0x80:
+            k = utf8_length(s, pos, n)
+            if k == 0:
+                return fail(c, defs.JSON_INVALID_UTF8, pos, 0)
+            pos += k
+            length += k
+            continue
+        if b != 0x5C:
+            return unexpected(c, pos)
+        escaped[0] = True
+        if pos + 1 >= n:
+            return truncated(c)
+        b = s[pos + 1]
+        if b == 0x75:
+            if hex4(c, pos + 2, &code):
+                return -1
+            if 0xD800 <= code < 0xDC00:
+                if pos + 7 < n and s[pos + 6] == 0x5C and s[pos + 7] == 0x75:
+                    if hex4(c, pos + 8, &low):
+                        return -1
+                    if 0xDC00 <= low < 0xE000:
+                        length += 4
+                        pos += 12
+                        continue
+                return fail(c, defs.JSON_INVALID_UTF8, pos, 0)
+            if 0xDC00 <= code < 0xE000:
+                return fail(c, defs.JSON_INVALID_UTF8, pos, 0)
+            length += 1 if code < 0x80 else (2 if code < 0x800 else 3)
+            pos += 6
+        elif b == 0x22 or b == 0x5C or b == 0x2F or b == 0x62 or b == 0x66 or b == 0x6E or b == 0x72 or b == 0x74:
+            length += 1
+            pos += 2
+        else:
+            return unexpected(c, pos + 1)
+
+
+cdef void decode_string(const uint8_t *s, int64_t pos, int64_t end, uint8_t *dst) noexcept nogil:
+    """Write the UTF-8 of the checked string ``s[pos:end]`` (quotes included) to ``dst``."""
+    cdef uint8_t b
+    cdef uint32_t code
+    pos += 1
+    end -= 1
+    while pos < end:
+        b = s[pos]
+        if b != 0x5C:
+            dst[0] = b
+            dst += 1
+            pos += 1
+            continue
+        b = s[pos + 1]
+        if b != 0x75:
+            dst[0] = ESCAPED[b]
+            dst += 1
+            pos += 2
+            continue
+        code = (HEXVAL[s[pos + 2]] << 12) | (HEXVAL[s[pos + 3]] << 8) | (HEXVAL[s[pos + 4]] << 4) | HEXVAL[s[pos + 5]]
+        pos += 6
+        if 0xD800 <= code < 0xDC00:
+            code = 0x10000 + ((code - 0xD800) << 10) + (((HEXVAL[s[pos + 2]] << 12) | (HEXVAL[s[pos + 3]] << 8)
+                                                        | (HEXVAL[s[pos + 4]] << 4) | HEXVAL[s[pos + 5]]) - 0xDC00)
+            pos += 6
+        if code < 0x80:
+            dst[0] = <uint8_t> code
+            dst += 1
+        elif code < 0x800:
+            dst[0] = <uint8_t> (0xC0 | (code >> 6))
+            dst[1] = <uint8_t> (0x80 | (code & 0x3F))
+            dst += 2
+        elif code < 0x10000:
+            dst[0] = <uint8_t> (0xE0 | (code >> 12))
+            dst[1] = <uint8_t> (0x80 | ((code >> 6) & 0x3F))
+            dst[2] = <uint8_t> (0x80 | (code & 0x3F))
+            dst += 3
+        else:
+            dst[0] = <uint8_t> (0xF0 | (code >> 18))
+            dst[1] = <uint8_t> (0x80 | ((code >> 12) & 0x3F))
+            dst[2] = <uint8_t> (0x80 | ((code >> 6) & 0x3F))
+            dst[3] = <uint8_t> (0x80 | (code & 0x3F))
+            dst += 4
+
+
+cdef int64_t read_string(jctx *c, int64_t pos, const uint8_t **text, int64_t *length) noexcept nogil:
+    """The decoded string at ``pos``: a view of the payload, or of the scratch buffer when it has
+    escapes (valid until the next call); returns the position after it."""
+    cdef bint escaped
+    cdef int64_t end = scan_string(c, pos, length, &escaped)
+    if end < 0:
+        return -1
+    if not escaped:
+        text[0] = c.s + pos + 1
+        return end
+    c.scratch.len = 0
+    if reserve(c, &c.scratch, length[0] + 1):
+        return -1
+    decode_string(c.s, pos, end, c.scratch.p)
+    text[0] = c.scratch.p
+    return end
+
+
+cdef int64_t write_string(jctx *c, int64_t pos) noexcept nogil:
+    """The string at ``pos`` as an Avro string."""
+    cdef bint escaped
+    cdef int64_t length
+    cdef int64_t end = scan_string(c, pos, &length, &escaped)
+    if end < 0 or put_long(c, length) or reserve(c, &c.out, length):
+        return -1
+    if escaped:
+        decode_string(c.s, pos, end, c.out.p + c.out.len)
+    elif length:
+        memcpy(c.out.p + c.out.len, c.s + pos + 1, <size_t> length)
+    c.out.len += length
+    return end
+
+
+cdef int64_t key(jctx *c, int64_t pos) noexcept nogil:
+    """Check a key and its colon at ``pos``; return the position of the value."""
+    cdef bint escaped
+    cdef int64_t length
+    if c.s[pos] != 0x22:
+        return unexpected(c, pos)
+    pos = scan_string(c, pos, &length, &escaped)
+    if pos < 0:
+        return -1
+    pos = ws(c, pos)
+    if pos < 0:
+        return -1
+    if c.s[pos] != 0x3A:
+        return unexpected(c, pos)
+    return ws(c, pos + 1)
+
+
+cdef int64_t next_item(jctx *c, int64_t pos, uint8_t closer, bint *more) noexcept nogil:
+    """After a container item: the next item's position (more) or the position after the closer."""
+    pos = ws(c, pos)
+    if pos < 0:
+        return -1
+    if c.s[pos] == 0x2C:
+        more[0] = True
+        return ws(c, pos + 1)
+    if c.s[pos] != closer:
+        return unexpected(c, pos)
+    more[0] = False
+    return pos + 1
+
+
+cdef int64_t skip(jctx *c, int64_t pos) noexcept nogil:
+    """Check the value at ``pos`` and return its end, building nothing. Twin: _Row.skip."""
+    cdef uint8_t b = c.s[pos], closer
+    cdef bint more = True, escaped
+    cdef int64_t length
+    if b == 0x7B or b == 0x5B:
+        if enter(c, pos):
+            return -1
+        closer = b + 2
+        pos = ws(c, pos + 1)
+        if pos < 0:
+            return -1
+        if c.s[pos] == closer:
+            c.depth -= 1
+            return pos + 1
+        while more:
+            if closer == 0x7D:
+                pos = key(c, pos)
+                if pos < 0:
+                    return -1
+            pos = skip(c, pos)
+            if pos < 0:
+                return -1
+            pos = next_item(c, pos, closer, &more)
+            if pos < 0:
+                return -1
+        c.depth -= 1
+        return pos
+    if b == 0x22:
+        return scan_string(c, pos, &length, &escaped)
+    if b == 0x2D or is_digit(b):
+        return number_end(c, pos)
+    if b == 0x74:
+        return literal(c, pos, "true", 4)
+    if b == 0x66:
+        return literal(c, pos, "false", 5)
+    if b == 0x6E:
+        return literal(c, pos, "null", 4)
+    return unexpected(c, pos)
+
+
+# -- formats -------------------------------------------------------------------------------------------
+
+cdef int64_t base64_decode(const uint8_t *t, int64_t n, uint8_t *dst) noexcept nogil:
+    """Decode padded standard base64 (``dst`` may equal ``t``); the byte count, or -1."""
+    cdef int64_t i, o = 0, pad = 0
+    cdef int8_t v0, v1, v2, v3
+    if n % 4:
+        return -1
+    if n and t[n - 1] == 0x3D:
+        pad = 2 if t[n - 2] == 0x3D else 1
+    i = 0
+    while i < n:
+        v0 = B64VAL[t[i]]
+        v1 = B64VAL[t[i + 1]]
+        if i + 4 == n and pad:
+            v2 = 0 if pad == 2 else B64VAL[t[i + 2]]
+            v3 = 0
+        else:
+            v2 = B64VAL[t[i + 2]]
+            v3 = B64VAL[t[i + 3]]
+        if v0 < 0 or v1 < 0 or v2 < 0 or v3 < 0:
+            return -1
+        dst[o] = <uint8_t> ((v0 << 2) | (v1 >> 4))
+        dst[o + 1] = <uint8_t> (((v1 & 0xF) << 4) | (v2 >> 2))
+        dst[o + 2] = <uint8_t> (((v2 & 0x3) << 6) | v3)
+        o += 3
+        i += 4
+    return o - pad
+
+
+cdef inline int two(const uint8_t *t, int64_t at) noexcept nogil:
+    """The two-digit number at ``t[at]``, -1 if not two digits."""
+    if not (is_digit(t[at]) and is_digit(t[at + 1])):
+        return -1
+    return (t[at] - 0x30) * 10 + (t[at + 1] - 0x30)
+
+
+cdef int64_t days_from_civil(int64_t year, int64_t month, int64_t day) noexcept nogil:
+    cdef int64_t era, yoe, doy, doe
+    year -= month <= 2
+    era = (year if year >= 0 else year - 399) // 400
+    yoe = year - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+cdef bint parse_date(const uint8_t *t, int64_t n, int64_t *days) noexcept nogil:
+    """``YYYY-MM-DD`` at the start of ``t`` (n >= 10 checked by the caller)."""
+    cdef int hi = two(t, 0), lo = two(t, 2), month = two(t, 5), day = two(t, 8), dim
+    cdef int year
+    if hi < 0 or lo < 0 or month < 0 or day < 0 or t[4] != 0x2D or t[7] != 0x2D:
+        return False
+    year = hi * 100 + lo
+    if month < 1 or month > 12 or day < 1:
+        return False
+    dim = DAYS_IN_MONTH[month & 15]
+    if month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0):
+        dim = 29
+    if day > dim:
+        return False
+    days[0] = days_from_civil(year, month, day)
+    return True
+
+
+cdef int64_t parse_clock(const uint8_t *t, int64_t n, int64_t *micros) noexcept nogil:
+    """``HH:MM:SS[.f{1,9}]`` at the start of ``t``; the position after it, or -1."""
+    cdef int h, m, sec
+    cdef int64_t p = 8, frac = 0, digits = 0
+    if n < 8 or t[2] != 0x3A or t[5] != 0x3A:
+        return -1
+    h = two(t, 0)
+    m = two(t, 3)
+    sec = two(t, 6)
+    if h < 0 or m < 0 or sec < 0 or h > 23 or m > 59 or sec > 59:
+        return -1
+    if p < n and t[p] == 0x2E:
+        p += 1
+        while p < n and is_digit(t[p]):
+            if digits < 6:
+                frac = frac * 10 + (t[p] - 0x30)
+            digits += 1
+            p += 1
+        if digits < 1 or digits > 9:
+            return -1
+        while digits < 6:
+            frac *= 10
+            digits += 1
+    micros[0] = (<int64_t> (h * 3600 + m * 60 + sec)) * 1000000 + frac
+    return p
+
+
+cdef bint parse_offset(const uint8_t *t, int64_t n, int64_t *seconds) noexcept nogil:
+    """``Z`` or ``±HH:MM`` filling all of ``t``."""
+    cdef int h, m
+    if n == 1 and (t[0] == 0x5A or t[0] == 0x7A):
+        seconds[0] = 0
+        return True
+    if n != 6 or (t[0] != 0x2B and t[0] != 0x2D) or t[3] != 0x3A:
+        return False
+    h = two(t, 1)
+    m = two(t, 4)
+    if h < 0 or m < 0 or h > 23 or m > 59:
+        return False
+    seconds[0] = -(h * 3600 + m * 60) if t[0] == 0x2D else h * 3600 + m * 60
+    return True
+
+
+cdef bint parse_format(int32_t op, const uint8_t *t, int64_t n, int64_t *value) noexcept nogil:
+    """A date-time, date or time string as its Avro number; twin: json_py._timestamp_micros etc."""
+    cdef int64_t days, micros, seconds, p
+    if op == defs.J_DATE:
+        return n == 10 and parse_date(t, n, value)
+    if op == defs.J_TIME:
+        p = parse_clock(t, n, &micros)
+        if p < 0 or (p < n and not parse_offset(t + p, n - p, &seconds)):
+            return False
+        value[0] = micros
+        return True
+    if n < 20 or not parse_date(t, 10, &days) or (t[10] != 0x54 and t[10] != 0x74 and t[10] != 0x20):
+        return False
+    p = parse_clock(t + 11, n - 11, &micros)
+    if p < 0 or not parse_offset(t + 11 + p, n - 11 - p, &seconds):
+        return False
+    value[0] = days * <int64_t> 86400000000 + micros - seconds * 1000000
+    return True
+
+
+# -- the nodes -----------------------------------------------------------------------------------------
+
+cdef int64_t formatted(jctx *c, const jnode *nd, int64_t pos) noexcept nogil:
+    cdef const uint8_t *text
+    cdef int64_t length, end, count, value
+    if expect(c, pos, 3):
+        return -1
+    end = read_string(c, pos, &text, &length)
+    if end < 0:
+        return -1
+    if nd.op == defs.J_BYTES_B64 or nd.op == defs.J_FIXED_B64:
+        # decode into the scratch buffer (in place when the text is already there)
+        if text != c.scratch.p:
+            c.scratch.len = 0
+            if reserve(c, &c.scratch, length + 1):
+                return -1
+        count = base64_decode(text, length, c.scratch.p)
+        if count < 0 or (nd.op == defs.J_FIXED_B64 and count != nd.size):
+            return fail(c, defs.JSON_BAD_FORMAT, pos, nd.op)
+        if nd.op == defs.J_BYTES_B64 and put_long(c, count):
+            return -1
+        if put_bytes(c, &c.out, c.scratch.p, count):
+            return -1
+        return end
+    if not parse_format(nd.op, text, length, &value):
+        return fail(c, defs.JSON_BAD_FORMAT, pos, nd.op)
+    if put_long(c, value):
+        return -1
+    return end
+
+
+cdef int64_t enum_value(jctx *c, const jnode *nd, int64_t pos) noexcept nogil:
+    cdef const uint8_t *text
+    cdef int64_t length, end
+    cdef int32_t i
+    cdef const jfield *sym
+    if expect(c, pos, 3):
+        return -1
+    end = read_string(c, pos, &text, &length)
+    if end < 0:
+        return -1
+    for i in range(nd.nfields):
+        sym = &c.fields[nd.first + i]
+        if sym.name_len == length and memcmp(c.blob + sym.name_off, text, <size_t> length) == 0:
+            if put_long(c, i):
+                return -1
+            return end
+    return fail(c, defs.JSON_UNKNOWN_ENUM, pos, 0)
+
+
+cdef int64_t number(jctx *c, const jnode *nd, int64_t pos) noexcept nogil:
+    cdef int64_t end, value
+    cdef double x
+    cdef float f
+    if expect(c, pos, 2):
+        return -1
+    end = number_end(c, pos)
+    if end < 0:
+        return -1
+    if nd.op == defs.J_INT or nd.op == defs.J_LONG:
+        if integral(c, pos, end, nd.op, &value) or put_long(c, value):
+            return -1
+        return end
+    x = to_double(c.s, pos, end)
+    if isinf(x):
+        return fail(c, defs.JSON_NUMBER_RANGE, pos, nd.op)
+    if nd.op == defs.J_DOUBLE:
+        if put_bytes(c, &c.out, <const uint8_t *> &x, 8):  # little-endian hosts only (as the Avro kernels)
+            return -1
+        return end
+    f = <float> x
+    if isinf(f):
+        return fail(c, defs.JSON_NUMBER_RANGE, pos, nd.op)
+    if put_bytes(c, &c.out, <const uint8_t *> &f, 4):
+        return -1
+    return end
+
+
+cdef int64_t close_block(jctx *c, int64_t base, int64_t count) noexcept nogil:
+    """Put the block count in the byte reserved at ``base`` (moving the items when it needs more), then 0."""
+    cdef uint64_t zz = (<uint64_t> count) << 1
+    cdef int length = varint_len(zz)
+    cdef int64_t i = base
+    if length > 1:
+        if reserve(c, &c.out, length - 1):
+            return -1
+        memmove(c.out.p + base + length, c.out.p + base + 1, <size_t> (c.out.len - base - 1))
+        c.out.len += length - 1
+    while zz > 0x7F:
+        c.out.p[i] = <uint8_t> ((zz & 0x7F) | 0x80)
+        zz >>= 7
+        i += 1
+    c.out.p[i] = <uint8_t> zz
+    if count == 0:
+        return 0  # the reserved byte is the end marker
+    if reserve(c, &c.out, 1):
+        return -1
+    c.out.p[c.out.len] = 0
+    c.out.len += 1
+    return 0
+
+
+cdef int64_t array(jctx *c, const jnode *nd, int64_t pos) noexcept nogil:
+    cdef int64_t base, count = 0
+    cdef bint more = True
+    cdef const jnode *child = &c.nodes[nd.child]
+    if expect(c, pos, 4) or enter(c, pos) or reserve(c, &c.out, 1):
+        return -1
+    base = c.out.len
+    c.out.len += 1
+    pos = ws(c, pos + 1)
+    if pos < 0:
+        return -1
+    if c.s[pos] == 0x5D:
+        pos += 1
+    else:
+        while more:
+            pos = value(c, child, pos)
+            if pos < 0:
+                return -1
+            count += 1
+            pos = next_item(c, pos, 0x5D, &more)
+            if pos < 0:
+                return -1
+    if close_block(c, base, count):
+        return -1
+    c.depth -= 1
+    return pos
+
+
+cdef int64_t mapping(jctx *c, const jnode *nd, int64_t pos) noexcept nogil:
+    cdef int64_t base, count = 0
+    cdef bint more = True
+    cdef const jnode *child = &c.nodes[nd.child]
+    if expect(c, pos, 5) or enter(c, pos) or reserve(c, &c.out, 1):
+        return -1
+    base = c.out.len
+    c.out.len += 1
+    pos = ws(c, pos + 1)
+    if pos < 0:
+        return -1
+    if c.s[pos] == 0x7D:
+        pos += 1
+    else:
+        while more:
+            if c.s[pos] != 0x22:
+                return unexpected(c, pos)
+            pos = write_string(c, pos)
+            if pos < 0:
+                return -1
+            pos = ws(c, pos)
+            if pos < 0:
+                return -1
+            if c.s[pos] != 0x3A:
+                return unexpected(c, pos)
+            pos = ws(c, pos + 1)
+            if pos < 0:
+                return -1
+            pos = value(c, child, pos)
+            if pos < 0:
+                return -1
+            count += 1
+            pos = next_item(c, pos, 0x7D, &more)
+            if pos < 0:
+                return -1
+    if close_block(c, base, count):
+        return -1
+    c.depth -= 1
+    return pos
+
+
+cdef inline int32_t find_field(jctx *c, const jnode *nd, const uint8_t *text, int64_t length,
+                               int32_t hint) noexcept nogil:
+    """The index of the field called ``text`` (trying ``hint``, the usual next one, first), or -1."""
+    cdef int32_t i, k
+    cdef const jfield *f
+    for k in range(nd.nfields):
+        i = hint + k
+        if i >= nd.nfields:
+            i -= nd.nfields
+        f = &c.fields[nd.first + i]
+        if f.name_len == length and memcmp(c.blob + f.name_off, text, <size_t> length) == 0:
+            return i
+    return -1
+
+
+cdef int64_t record(jctx *c, const jnode *nd, int64_t pos) noexcept nogil:
+    """An object as an Avro record; twin: _Row.record (which always rebuilds; here the fields are
+    only moved when the payload's keys were not the schema's order)."""
+    cdef int64_t base, spans, extras, nextra = 0, start, key_start, key_end, length, i, total, close_at
+    cdef int32_t nf = nd.nfields, field, expected = 0
+    cdef bint more = True, ordered = True
+    cdef const uint8_t *text
+    cdef const jfield *f
+    cdef int64_t *ints
+    if expect(c, pos, 5) or enter(c, pos):
+        return -1
+    base = c.out.len
+    spans = push_ints(c, 2 * nf)
+    if spans < 0:
+        return -1
+    for i in range(2 * nf):
+        c.ints[spans + i] = -1
+    extras = c.nints
+    pos = ws(c, pos + 1)
+    if pos < 0:
+        return -1
+    if c.s[pos] == 0x7D:
+        pos += 1
+    else:
+        while more:
+            if c.s[pos] != 0x22:
+                return unexpected(c, pos)
+            key_start = pos
+            key_end = read_string(c, pos, &text, &length)
+            if key_end < 0:
+                return -1
+            field = find_field(c, nd, text, length, expected if expected < nf else 0)
+            pos = ws(c, key_end)
+            if pos < 0:
+                return -1
+            if c.s[pos] != 0x3A:
+                return unexpected(c, pos)
+            pos = ws(c, pos + 1)
+            if pos < 0:
+                return -1
+            if field < 0:
+                pos = skip(c, pos)
+                if pos < 0:
+                    return -1
+                if nd.keep_extra:
+                    # the int stack's top is this object's extras: inner objects have popped theirs
+                    i = push_ints(c, 2)
+                    if i < 0:
+                        return -1
+                    c.ints[i] = key_start  # the member's bytes, key to value, as in the payload
+                    c.ints[i + 1] = pos
+                    nextra += 1
+            else:
+                if field != expected or c.ints[spans + 2 * field] >= 0:
+                    ordered = False
+                else:
+                    expected += 1
+                start = c.out.len
+                pos = value(c, &c.nodes[c.fields[nd.first + field].child], pos)
+                if pos < 0:
+                    return -1
+                c.ints[spans + 2 * field] = start
+                c.ints[spans + 2 * field + 1] = c.out.len
+            pos = next_item(c, pos, 0x7D, &more)
+            if pos < 0:
+                return -1
+    close_at = pos - 1
+    ints = c.ints
+    for i in range(nf):
+        if ints[spans + 2 * i] < 0 and c.fields[nd.first + i].miss_len < 0:
+            return fail(c, defs.JSON_MISSING_REQUIRED, close_at, i)
+    if ordered:
+        # the present fields are already in place: append the missing tail's defaults
+        for i in range(expected, nf):
+            f = &c.fields[nd.first + i]
+            if put_bytes(c, &c.out, c.blob + f.miss_off, f.miss_len):
+                return -1
+    else:
+        c.tmp.len = 0
+        for i in range(nf):
+            f = &c.fields[nd.first + i]
+            if ints[spans + 2 * i] < 0:
+                if put_bytes(c, &c.tmp, c.blob + f.miss_off, f.miss_len):
+                    return -1
+            elif put_bytes(c, &c.tmp, c.out.p + ints[spans + 2 * i], ints[spans + 2 * i + 1] - ints[spans + 2 * i]):
+                return -1
+        c.out.len = base
+        if put_bytes(c, &c.out, c.tmp.p, c.tmp.len):
+            return -1
+    if nd.keep_extra:
+        if nextra == 0:
+            if put_bytes(c, &c.out, <const uint8_t *> b"\x00", 1):
+                return -1
+        else:
+            total = 1 + nextra  # braces and commas
+            for i in range(nextra):
+                total += ints[extras + 2 * i + 1] - ints[extras + 2 * i]
+            if put_bytes(c, &c.out, <const uint8_t *> b"\x02", 1) or put_long(c, total) or reserve(c, &c.out, total):
+                return -1
+            c.out.p[c.out.len] = 0x7B
+            c.out.len += 1
+            for i in range(nextra):
+                if i:
+                    c.out.p[c.out.len] = 0x2C
+                    c.out.len += 1
+                length = ints[extras + 2 * i + 1] - ints[extras + 2 * i]
+                memcpy(c.out.p + c.out.len, c.s + ints[extras + 2 * i], <size_t> length)
+                c.out.len += length
+            c.out.p[c.out.len] = 0x7D
+            c.out.len += 1
+    c.nints = spans
+    c.depth -= 1
+    return pos
+
+
+cdef int64_t value(jctx *c, const jnode *nd, int64_t pos) noexcept nogil:
+    """Transcode the value at ``pos`` (a byte of the payload) by node ``nd``; its end, or -1."""
+    cdef int32_t op = nd.op
+    cdef int64_t end
+    if op == defs.J_STRING:
+        if expect(c, pos, 3):
+            return -1
+        return write_string(c, pos)
+    if op == defs.J_LONG or op == defs.J_INT or op == defs.J_DOUBLE or op == defs.J_FLOAT:
+        return number(c, nd, pos)
+    if op == defs.J_NULLABLE:
+        if c.s[pos] == 0x6E:
+            if put_bytes(c, &c.out, <const uint8_t *> b"\x00", 1):
+                return -1
+            return literal(c, pos, "null", 4)
+        if put_bytes(c, &c.out, <const uint8_t *> b"\x02", 1):
+            return -1
+        return value(c, &c.nodes[nd.child], pos)
+    if op == defs.J_OBJECT:
+        return record(c, nd, pos)
+    if op == defs.J_ARRAY:
+        return array(c, nd, pos)
+    if op == defs.J_MAP:
+        return mapping(c, nd, pos)
+    if op == defs.J_BOOL:
+        if expect(c, pos, 1):
+            return -1
+        if c.s[pos] == 0x74:
+            if put_bytes(c, &c.out, <const uint8_t *> b"\x01", 1):
+                return -1
+            return literal(c, pos, "true", 4)
+        if put_bytes(c, &c.out, <const uint8_t *> b"\x00", 1):
+            return -1
+        return literal(c, pos, "false", 5)
+    if op == defs.J_NULL:
+        if expect(c, pos, 0):
+            return -1
+        return literal(c, pos, "null", 4)
+    if op == defs.J_ENUM:
+        return enum_value(c, nd, pos)
+    if op == defs.J_TEXT:
+        end = skip(c, pos)
+        if end < 0 or put_long(c, end - pos) or put_bytes(c, &c.out, c.s + pos, end - pos):
+            return -1
+        return end
+    return formatted(c, nd, pos)
+
+
+cdef int64_t top(jctx *c) noexcept nogil:
+    """The whole payload: one value between optional whitespace; 0 or -1."""
+    cdef int64_t pos = ws(c, 0)
+    if pos < 0:
+        return -1
+    pos = value(c, &c.nodes[0], pos)
+    if pos < 0:
+        return -1
+    while pos < c.n:
+        if c.s[pos] == 0x20 or c.s[pos] == 0x0A or c.s[pos] == 0x0D or c.s[pos] == 0x09:
+            pos += 1
+        else:
+            return unexpected(c, pos)
+    return 0
+
+
+# -- Python-level: programs, the batch driver --------------------------------------------------------
+
+_SCALARS = frozenset((defs.J_NULL, defs.J_BOOL, defs.J_INT, defs.J_LONG, defs.J_FLOAT, defs.J_DOUBLE, defs.J_STRING,
+                      defs.J_BYTES_B64, defs.J_TIMESTAMP, defs.J_DATE, defs.J_TIME, defs.J_TEXT))
+
+
+cdef class Program:
+    """A transcode program tree flattened into C structs once (nodes as in ``json_py``)."""
+
+    cdef jnode *nodes
+    cdef jfield *fields
+    cdef bytes blob
+    cdef readonly object tree
+
+    def __init__(self, tree):
+        nodes = []   # [op, child, nfields, first, keep_extra, size]
+        fields = []  # [name_off, name_len, miss_off, miss_len, child]
+        blob = bytearray()
+
+        def stash(data):
+            at = len(blob)
+            blob.extend(data)
+            return at, len(data)
+
+        def add(node, depth):
+            # same checks and messages as json_py._check
+            if depth > defs.JSON_MAX_DEPTH:
+                raise ValueError(f"transcode program nested deeper than {defs.JSON_MAX_DEPTH} nodes")
+            if not isinstance(node, tuple) or not node or type(node[0]) is not int:
+                raise ValueError(f"a transcode program node is a tuple starting with its op, not {node!r}")
+            op = node[0]
+            index = len(nodes)
+            entry = [op, 0, 0, 0, 0, 0]
+            nodes.append(entry)
+            if op in _SCALARS:
+                if len(node) != 1:
+                    raise ValueError(f"node {op} takes no arguments: {node!r}")
+            elif op == defs.J_FIXED_B64:
+                if len(node) != 2 or type(node[1]) is not int or node[1] < 0:
+                    raise ValueError(f"J_FIXED_B64 needs a size >= 0: {node!r}")
+                entry[5] = node[1]
+            elif op == defs.J_ENUM:
+                if len(node) != 2 or not isinstance(node[1], tuple) or not all(isinstance(s, str) for s in node[1]):
+                    raise ValueError(f"J_ENUM needs a tuple of symbols: {node!r}")
+                if len(set(node[1])) != len(node[1]):
+                    raise ValueError(f"J_ENUM symbols repeat: {node!r}")
+                entry[2], entry[3] = len(node[1]), len(fields)
+                for symbol in node[1]:
+                    fields.append([*stash(symbol.encode("utf-8", "surrogatepass")), 0, -1, 0])
+            elif op in (defs.J_NULLABLE, defs.J_ARRAY, defs.J_MAP):
+                if len(node) != 2:
+                    raise ValueError(f"node {op} needs one child: {node!r}")
+                entry[1] = add(node[1], depth + 1)
+            elif op == defs.J_OBJECT:
+                if len(node) != 3 or not isinstance(node[1], tuple) or type(node[2]) is not bool:
+                    raise ValueError(f"J_OBJECT needs (fields, keep_extra): {node!r}")
+                first = len(fields)
+                entry[2], entry[3], entry[4] = len(node[1]), first, int(node[2])
+                names = set()
+                for field in node[1]:  # reserve the field slots first: children append their own
+                    if not (isinstance(field, tuple) and len(field) == 3 and isinstance(field[0], str)):
+                        raise ValueError(f"a J_OBJECT field is (name, child, missing): {field!r}")
+                    if field[2] is not None and not isinstance(field[2], bytes):
+                        raise ValueError(f"a field's missing value is bytes or None: {field!r}")
+                    if field[0] in names:
+                        raise ValueError(f"J_OBJECT field {field[0]!r} repeats")
+                    names.add(field[0])
+                    miss = (0, -1) if field[2] is None else stash(field[2])
+                    fields.append([*stash(field[0].encode("utf-8", "surrogatepass")), *miss, 0])
+                for k, field in enumerate(node[1]):
+                    fields[first + k][4] = add(field[1], depth + 1)
+            else:
+                raise ValueError(f"unknown transcode op {op!r}")
+            return index
+
+        add(tree, 1)
+        self.tree = tree
+        self.blob = bytes(blob)
+        self.nodes = <jnode *> malloc(len(nodes) * sizeof(jnode))
+        self.fields = <jfield *> malloc(max(len(fields), 1) * sizeof(jfield))
+        if self.nodes == NULL or self.fields == NULL:
+            raise MemoryError()
+        for i, (op, child, nfields, first, keep_extra, size) in enumerate(nodes):
+            self.nodes[i].op = op
+            self.nodes[i].child = child
+            self.nodes[i].nfields = nfields
+            self.nodes[i].first = first
+            self.nodes[i].keep_extra = keep_extra
+            self.nodes[i].size = size
+        for i, (name_off, name_len, miss_off, miss_len, child) in enumerate(fields):
+            self.fields[i].name_off = name_off
+            self.fields[i].name_len = name_len
+            self.fields[i].miss_off = miss_off
+            self.fields[i].miss_len = miss_len
+            self.fields[i].child = child
+
+    def __dealloc__(self):
+        free(self.nodes)
+        free(self.fields)
+
+
+cdef class _Owned:
+    """A malloc'd byte buffer exposed through the buffer protocol, freed with its last view."""
+
+    cdef uint8_t *p
+    cdef Py_ssize_t n
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        PyBuffer_FillInfo(view, self, self.p, self.n, 1, flags)
+
+    def __releasebuffer__(self, Py_buffer *view):
+        pass
+
+    def __dealloc__(self):
+        free(self.p)
+
+
+cdef int transcode_loop(jctx *c, const uint8_t *buf, const int64_t *starts, const int64_t *ends,
+                        const uint8_t *present, int64_t n, bint keep_going, int64_t *offsets, uint8_t *valid,
+                        pc_error **errs, int64_t *nerrs, int64_t *cap_errs) noexcept nogil:
+    """Every row; twin: json_py.transcode. 0, or -1 when memory ran out."""
+    cdef int64_t i, k, row_start
+    cdef pc_error *grown
+    offsets[0] = 0
+    for i in range(n):
+        row_start = c.out.len
+        if present != NULL and not present[i]:
+            valid[i] = 0
+            offsets[i + 1] = row_start
+            continue
+        c.s = buf + starts[i]
+        c.n = ends[i] - starts[i]
+        c.depth = 0
+        c.nints = 0
+        c.code = 0
+        if top(c) == 0:
+            valid[i] = 1
+            offsets[i + 1] = c.out.len
+            continue
+        if c.code == NOMEM:
+            return -1
+        if nerrs[0] == cap_errs[0]:
+            grown = <pc_error *> realloc(errs[0], <size_t> (cap_errs[0] * 2 + 16) * sizeof(pc_error))
+            if grown == NULL:
+                return -1
+            errs[0] = grown
+            cap_errs[0] = cap_errs[0] * 2 + 16
+        errs[0][nerrs[0]].code = c.code
+        errs[0][nerrs[0]].index = i
+        errs[0][nerrs[0]].offset = c.offset
+        errs[0][nerrs[0]].detail = c.detail
+        nerrs[0] += 1
+        c.out.len = row_start
+        valid[i] = 0
+        offsets[i + 1] = row_start
+        if not keep_going:
+            for k in range(i + 1, n):
+                valid[k] = 0
+                offsets[k + 1] = row_start
+            return 0
+    return 0
+
+
+def transcode(program, data, starts, ends, validity, keep_going):
+    """Transcode every JSON payload to its Avro binary form; same contract as ``json_py.transcode``."""
+    cdef Program prog = program
+    cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(memoryview(data)) else b"\0"
+    cdef const int64_t[::1] first = np.ascontiguousarray(starts, dtype=np.int64)
+    cdef const int64_t[::1] last = np.ascontiguousarray(ends, dtype=np.int64)
+    cdef int64_t n = first.shape[0], i, nerrs = 0, cap_errs = 0, size = buf.shape[0]
+    cdef const uint8_t[::1] present_view
+    cdef const uint8_t *present = NULL
+    cdef bint go_on = bool(keep_going)
+    if last.shape[0] != n:
+        raise ValueError("starts and ends differ in length")
+    if validity is not None and n > 0:
+        present_view = np.ascontiguousarray(validity, dtype=bool).view(np.uint8)
+        if present_view.shape[0] < n:
+            raise ValueError("validity is shorter than the rows")
+        present = &present_view[0]
+    for i in range(n):  # the bounds of null rows are never read
+        if (present == NULL or present[i]) and (first[i] < 0 or last[i] < first[i] or last[i] > size):
+            raise ValueError(f"row {i} [{first[i]}, {last[i]}) is outside the data ({size} bytes)")
+    offsets_arr = np.empty(n + 1, dtype=np.int64)
+    valid_arr = np.empty(max(n, 1), dtype=bool)
+    cdef int64_t[::1] offsets = offsets_arr
+    cdef uint8_t[::1] valid = valid_arr.view(np.uint8)
+    cdef jctx c
+    cdef pc_error *errs = NULL
+    cdef int rc = 0
+    memset(&c, 0, sizeof(jctx))
+    c.nodes = prog.nodes
+    c.fields = prog.fields
+    c.blob = <const uint8_t *> (<bytes> prog.blob)
+    c.out.cap = size + 16 * n + 64
+    c.out.p = <uint8_t *> malloc(<size_t> c.out.cap)
+    if c.out.p == NULL:
+        raise MemoryError()
+    try:
+        offsets[0] = 0
+        if n > 0:
+            with nogil:
+                rc = transcode_loop(&c, &buf[0], &first[0], &last[0], present, n, go_on, &offsets[0], &valid[0],
+                                    &errs, &nerrs, &cap_errs)
+        if rc:
+            raise MemoryError("out of memory transcoding JSON")
+        errors = [(errs[i].code, errs[i].index, errs[i].offset, errs[i].detail) for i in range(nerrs)]
+        owner = _Owned()
+        shrunk = <uint8_t *> realloc(c.out.p, <size_t> (c.out.len if c.out.len else 1))
+        if shrunk != NULL:
+            c.out.p = shrunk
+        owner.p = c.out.p
+        owner.n = c.out.len
+        c.out.p = NULL
+        out = np.frombuffer(owner, dtype=np.uint8)
+    finally:
+        free(c.out.p)
+        free(c.tmp.p)
+        free(c.scratch.p)
+        free(c.ints)
+        free(errs)
+    valid_arr = valid_arr[:n]
+    return errors, out, offsets_arr, (None if valid_arr.all() else valid_arr)

@@ -1,0 +1,695 @@
+"""Arrow rows -> compact JSON payloads, byte for byte what confluent-kafka's ``JSONSerializer`` writes.
+
+confluent-kafka serialises a dict with ``orjson.dumps`` when orjson imports, else with
+``json.dumps(obj, separators=(",", ":"), ensure_ascii=False)``. This encoder writes the stdlib form
+(the one confluent-kafka uses without orjson), for the dict whose keys are in schema order:
+
+- strings as ``json.dumps`` escapes them without ``ensure_ascii``: ``\\" \\\\ \\n \\r \\t \\b \\f``,
+  other control characters as ``\\u00xx``, everything else (non-ASCII, U+2028, DEL) as raw UTF-8;
+- integers in decimal; floats as Python's ``repr`` (``1.0``, ``1e+16``, ``1e-05``). orjson would
+  differ here only: it writes ``1e16`` / ``1e-5`` where ``repr`` writes ``1e+16`` / ``1e-05``;
+- NaN and infinities are an :class:`~pulsar_codec.errors.EncodeError` (``json.dumps`` would write
+  ``NaN``, which is not JSON and no JSON reader, this package's included, accepts; orjson writes ``null``);
+- ``date-time`` properties as ``datetime.isoformat()`` of the UTC instant
+  (``2024-01-02T03:04:05.123456+00:00``, no fraction when it is zero, nine digits for a
+  nanosecond remainder) -- the text orjson writes for an aware datetime; ``date`` as
+  ``YYYY-MM-DD``, ``time`` as ``HH:MM:SS[.ffffff]``; ``contentEncoding: base64`` as standard
+  base64 with padding; maps as objects, lists as arrays, enums (dictionary columns) as their strings;
+  a JSON-text column (what the decoder gives for schemas Arrow cannot type) as that JSON, compacted;
+- Pulsar JSON (an Avro definition) the way Jackson writes it: bytes and fixed as base64, enums by
+  name, logical types as their Avro numbers (timestamp-millis as epoch milliseconds, date as days...).
+
+The batch path is columnar: each column becomes an array of JSON fragments with pyarrow compute
+(integers cast, strings escaped with substring replacement only when some value needs it, floats
+cast and repaired into ``repr`` form, the rare value the repair cannot prove falls back to ``repr``),
+and fragments are joined row-wise; lists and maps join their items with ``binary_join``.
+"""
+
+from __future__ import annotations
+
+import binascii
+import datetime
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from json.encoder import encode_basestring  # json.dumps' string escaper when ensure_ascii=False
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..._arrow import as_table_like
+from ..._kernels.defs import (
+    J_ARRAY,
+    J_BOOL,
+    J_BYTES_B64,
+    J_DATE,
+    J_DOUBLE,
+    J_ENUM,
+    J_FIXED_B64,
+    J_FLOAT,
+    J_INT,
+    J_LONG,
+    J_MAP,
+    J_NULL,
+    J_NULLABLE,
+    J_OBJECT,
+    J_STRING,
+    J_TEXT,
+    J_TIME,
+    J_TIMESTAMP,
+)
+from ...errors import EncodeError
+from ..avro import schema as av
+from .mapping import JsonMapping, map_model
+from .schema import JsonSchemaModel, parse
+
+__all__ = ["JsonEncoder", "dumps_text"]
+
+_LS = pa.large_string()
+_EMPTY = pa.scalar("", _LS)
+_NULL_TEXT = pa.scalar("null", _LS)
+_NEEDS_ESCAPE = r'[\x00-\x1f"\\]'
+_CONTROL = r"[\x00-\x1f]"
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+_UNIT_PER_S = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
+_AVRO_UNIT = {"millis": 1000, "micros": 1_000_000, "nanos": 1_000_000_000}
+_INT_RANGE = {J_INT: (-(2**31), 2**31 - 1), J_LONG: (-(2**63), 2**63 - 1)}
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_EPOCH_DAY = datetime.date(1970, 1, 1)
+_UTC_SUFFIX = "+00:00"
+
+
+def _c(text: str) -> pa.Scalar:
+    return pa.scalar(text, _LS)
+
+
+def _join(*parts: Any) -> pa.Array:
+    """Row-wise concatenation of fragment arrays and constant texts (null if any part is null)."""
+    return pc.binary_join_element_wise(*[_c(p) if isinstance(p, str) else p for p in parts], _EMPTY)
+
+
+def dumps_text(value: Any) -> str:
+    """Compact JSON text of a Python value, as confluent-kafka writes it without orjson.
+
+    Raises
+    ------
+    EncodeError
+        NaN or an infinity, or a value JSON cannot hold.
+    """
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise EncodeError(f"value cannot be written as JSON: {exc}") from None
+
+
+def _compact(text: str, path: str) -> str:
+    """A JSON-text value (the decoder's form for untyped schemas) re-written compactly."""
+    try:
+        return dumps_text(json.loads(text))
+    except ValueError:
+        raise EncodeError(f"{path}: {text[:40]!r} is not JSON text") from None
+
+
+# -- the columnar path --------------------------------------------------------------------------------
+
+
+def _as_array(col: Any) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return col
+
+
+def _first(mask: Any) -> int:
+    return int(np.flatnonzero(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool))[0])
+
+
+def _quote(arr: pa.Array) -> pa.Array:
+    """JSON string fragments of a string array (nulls stay null)."""
+    arr = arr.cast(_LS)
+    if len(arr) and pc.any(pc.match_substring_regex(arr, _NEEDS_ESCAPE)).as_py():
+        arr = pc.replace_substring(arr, "\\", "\\\\")
+        arr = pc.replace_substring(arr, '"', '\\"')
+        if pc.any(pc.match_substring_regex(arr, _CONTROL)).as_py():
+            for code in range(0x20):
+                ch = chr(code)
+                if pc.any(pc.match_substring(arr, ch)).as_py():
+                    arr = pc.replace_substring(arr, ch, _SHORT_ESCAPES.get(ch, f"\\u{code:04x}"))
+    return _join('"', arr, '"')
+
+
+def _floats(arr: pa.Array, path: str) -> pa.Array:
+    """Fragments of a float array in Python ``repr`` form (what ``json.dumps`` writes)."""
+    values = arr.cast(pa.float64())
+    finite = pc.is_finite(values)
+    if pc.any(pc.invert(finite)).as_py():
+        raise EncodeError(f"{path}: row {_first(pc.invert(finite))}: NaN and infinities cannot be written as JSON")
+    text = values.cast(pa.string()).cast(_LS)  # Arrow's shortest round-trip digits, in its own layout
+    size = pc.abs(values)
+    fixed = pc.and_(pc.greater_equal(size, 1e-4), pc.less(size, 1e16))  # where repr uses fixed notation
+    plain = pc.and_(pc.match_substring_regex(text, r"^-?\d+\.\d+$"), fixed)
+    whole = pc.and_(pc.match_substring_regex(text, r"^-?\d+$"), pc.less(size, 1e16))
+    sci = pc.and_(
+        pc.match_substring_regex(text, r"^-?\d(\.\d+)?e[+-]\d+$"),
+        pc.and_(pc.invert(fixed), pc.not_equal(size, 0.0)),
+    )
+    text = pc.if_else(whole, _join(text, ".0"), text)
+    text = pc.if_else(sci, pc.replace_substring_regex(text, r"e([+-])(\d)$", r"e\10\2"), text)
+    known = pc.or_(pc.or_(plain, whole), sci)
+    rest = np.flatnonzero(~np.asarray(pc.fill_null(known, True).to_numpy(zero_copy_only=False), dtype=bool))
+    if len(rest):  # layouts the repair cannot prove equal to repr (e.g. Arrow's 1e+15): repr itself
+        py = values.to_pylist()
+        fixes = pa.array([float.__repr__(py[i]) for i in rest.tolist()], _LS)
+        text = pc.replace_with_mask(text, pa.array(np.isin(np.arange(len(values)), rest)), fixes)
+    return text
+
+
+def _split_time(values: np.ndarray, per_s: int) -> tuple[np.ndarray, np.ndarray]:
+    secs = np.floor_divide(values, per_s)
+    return secs, values - secs * per_s
+
+
+def _fraction(rem: np.ndarray, per_s: int) -> pa.Array:
+    """``.ffffff`` (or nine digits for a sub-microsecond remainder; empty for zero) per value."""
+    if per_s <= 1_000_000:
+        micros = rem * (1_000_000 // per_s)
+        digits = pc.utf8_lpad(pa.array(micros).cast(_LS), 6, "0")
+        return pc.if_else(pa.array(micros != 0), _join(".", digits), _EMPTY)
+    micros, nanos = np.divmod(rem, 1000)
+    six = pc.utf8_lpad(pa.array(micros).cast(_LS), 6, "0")
+    nine = pc.utf8_lpad(pa.array(rem).cast(_LS), 9, "0")
+    out = pc.if_else(pa.array(nanos != 0), _join(".", nine), _join(".", six))
+    return pc.if_else(pa.array(rem != 0), out, _EMPTY)
+
+
+def _clock(arr: pa.Array, per_s: int, pattern: str, path: str) -> tuple[pa.Array, pa.Array]:
+    """(whole-second text by ``pattern``, fraction) of integer ``arr`` counted in 1/per_s seconds."""
+    values = np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(), dtype=np.int64)
+    secs, rem = _split_time(values, per_s)
+    if len(secs) and (secs.min() < -62135596800 or secs.max() > 253402300799):
+        raise EncodeError(f"{path}: a timestamp outside the years 1-9999 cannot be written as RFC 3339")
+    whole = pc.strftime(pa.array(secs, pa.timestamp("s")), pattern).cast(_LS)
+    return whole, _fraction(rem, per_s)
+
+
+def _temporal(op: int, arr: pa.Array, path: str) -> pa.Array:
+    t = arr.type
+    if op == J_TIMESTAMP and pa.types.is_timestamp(t):
+        whole, frac = _clock(arr, _UNIT_PER_S[t.unit], "%Y-%m-%dT%H:%M:%S", path)
+        out = _join('"', whole, frac, _UTC_SUFFIX + '"')
+    elif op == J_DATE and (pa.types.is_date32(t) or pa.types.is_date64(t)):
+        days = np.asarray(arr.cast(pa.date32()).cast(pa.int32()).fill_null(0).to_numpy(), dtype=np.int64)
+        whole, _ = _clock(pa.array(days * 86_400), 1, "%Y-%m-%d", path)
+        out = _join('"', whole, '"')
+    elif op == J_TIME and (pa.types.is_time32(t) or pa.types.is_time64(t)):
+        whole, frac = _clock(arr.cast(pa.int64()), _UNIT_PER_S[t.unit], "%H:%M:%S", path)
+        out = _join('"', whole, frac, '"')
+    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+        return _quote(arr)  # already text: written as given
+    else:
+        raise EncodeError(f"{path}: an Arrow {t} column cannot be written as a {_OP_WORD[op]} string")
+    return pc.if_else(arr.is_valid(), out, pa.nulls(len(arr), _LS))
+
+
+def _avro_number(shadow: av.Schema, arr: pa.Array, path: str) -> pa.Array:
+    """An Avro logical int/long of Pulsar JSON as Jackson writes it: the Avro number."""
+    t = arr.type
+    logical = getattr(shadow, "logical", None)
+    if pa.types.is_integer(t):
+        return arr
+    if logical and "timestamp" in logical and pa.types.is_timestamp(t):
+        src, dst = _UNIT_PER_S[t.unit], _AVRO_UNIT[logical.rsplit("-", 1)[1]]
+    elif logical == "date" and (pa.types.is_date32(t) or pa.types.is_date64(t)):
+        return arr.cast(pa.date32()).cast(pa.int32())
+    elif logical in ("time-millis", "time-micros") and (pa.types.is_time32(t) or pa.types.is_time64(t)):
+        src, dst = _UNIT_PER_S[t.unit], 1000 if logical == "time-millis" else 1_000_000
+    else:
+        raise EncodeError(f"{path}: an Arrow {t} column cannot be written as a JSON integer")
+    values = np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(), dtype=np.int64)
+    scaled = np.floor_divide(values, src // dst) if src >= dst else values * (dst // src)
+    if src < dst and len(values) and np.abs(values).max() > np.iinfo(np.int64).max // (dst // src):
+        raise EncodeError(f"{path}: a value overflows the Avro long")
+    return pa.array(scaled, pa.int64(), mask=np.asarray(arr.is_null().to_numpy(zero_copy_only=False)))
+
+
+def _base64(arr: pa.Array, size: int | None, path: str) -> pa.Array:
+    t = arr.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        if size == 16:  # a uuid on fixed(16): the decoder gives the canonical string
+            arr = pa.array([None if v is None else uuid.UUID(v).bytes for v in arr.to_pylist()], pa.binary())
+        else:
+            return _quote(arr)  # base64 text already
+    elif not (
+        pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_fixed_size_binary(t)
+        or pa.types.is_binary_view(t)
+    ):
+        raise EncodeError(f"{path}: an Arrow {t} column cannot be written as base64")
+    out: list[str | None] = []
+    for i, v in enumerate(arr.to_pylist()):
+        if v is None:
+            out.append(None)
+            continue
+        if size is not None and len(v) != size:
+            raise EncodeError(f"{path}: row {i}: {len(v)} bytes where the fixed size is {size}")
+        out.append('"' + binascii.b2a_base64(v, newline=False).decode("ascii") + '"')
+    return pa.array(out, _LS)
+
+
+class _Columns:
+    """Builds the fragment array of one program node over one Arrow array."""
+
+    def __init__(self, extra_column: str | None) -> None:
+        self.extra_column = extra_column
+
+    def nulls_ok(self, program: tuple[Any, ...]) -> bool:
+        return program[0] in (J_NULLABLE, J_NULL)
+
+    def check_present(self, arr: pa.Array, live: Any, path: str) -> None:
+        if not arr.null_count:
+            return
+        bad = arr.is_null() if live is None else pc.and_(arr.is_null(), live)
+        if pc.any(bad).as_py():
+            raise EncodeError(f"{path}: row {_first(bad)}: null is not allowed here")
+
+    def fragments(self, program: tuple[Any, ...], shadow: av.Schema, arr: pa.Array, path: str, live: Any) -> pa.Array:
+        """Fragments of ``arr`` (null where ``arr`` is null; the caller decides whether that is allowed)."""
+        op = program[0]
+        t = arr.type
+        if pa.types.is_null(t) and op != J_NULLABLE:  # an all-null column of no type
+            return pa.nulls(len(arr), _LS)
+        if pa.types.is_dictionary(t) and op not in (J_ENUM, J_STRING):
+            arr = arr.dictionary_decode()
+            t = arr.type
+        if op == J_NULLABLE:
+            inner = shadow.branches[1] if isinstance(shadow, av.Union) else shadow
+            return pc.fill_null(self.fragments(program[1], inner, arr, path, live), _NULL_TEXT)
+        if op == J_NULL:
+            return pa.array(["null"] * len(arr), _LS)
+        if op == J_OBJECT:
+            if not pa.types.is_struct(t):
+                raise EncodeError(f"{path}: an Arrow {t} column cannot be written as a JSON object")
+            valid = arr.is_valid()
+            here = valid if live is None else pc.and_(valid, live)
+            body = self.object(program, shadow, lambda name: _child(arr, name), len(arr), path, here)
+            return pc.if_else(valid, body, pa.nulls(len(arr), _LS))
+        if op == J_ARRAY:
+            if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)):
+                raise EncodeError(f"{path}: an Arrow {t} column cannot be written as a JSON array")
+            items, offsets = _list_parts(arr)
+            item_program = program[1]
+            item_shadow = shadow.items if isinstance(shadow, av.Array) else shadow
+            frags = self.fragments(item_program, item_shadow, items, f"{path}[]", None)
+            if not self.nulls_ok(item_program):
+                self.check_present(items, None, f"{path}[]")
+            joined = pc.binary_join(pa.LargeListArray.from_arrays(offsets, frags), _c(","))
+            return pc.if_else(arr.is_valid(), _join("[", joined, "]"), pa.nulls(len(arr), _LS))
+        if op == J_MAP:
+            if not pa.types.is_map(t):
+                raise EncodeError(f"{path}: an Arrow {t} column cannot be written as a JSON object")
+            items, offsets = _list_parts(arr)
+            value_program = program[1]
+            value_shadow = shadow.values if isinstance(shadow, av.Map) else shadow
+            keys, values = items.field(0), items.field(1)
+            frags = self.fragments(value_program, value_shadow, values, f"{path}{{}}", None)
+            if not self.nulls_ok(value_program):
+                self.check_present(values, None, f"{path}{{}}")
+            pairs = _join(_quote(keys.cast(pa.string())), ":", frags)
+            joined = pc.binary_join(pa.LargeListArray.from_arrays(offsets, pairs), _c(","))
+            return pc.if_else(arr.is_valid(), _join("{", joined, "}"), pa.nulls(len(arr), _LS))
+        if op == J_BOOL:
+            if not pa.types.is_boolean(t):
+                raise EncodeError(f"{path}: an Arrow {t} column cannot be written as a JSON boolean")
+            return pc.if_else(arr, _c("true"), _c("false"))
+        if op in (J_INT, J_LONG):
+            ints = _avro_number(shadow, arr, path)
+            lo, hi = _INT_RANGE[op]
+            if len(ints) - ints.null_count and (pc.min(ints).as_py() < lo or pc.max(ints).as_py() > hi):
+                raise EncodeError(f"{path}: a value is out of the {'int' if op == J_INT else 'long'} range")
+            return ints.cast(pa.string()).cast(_LS)
+        if op in (J_FLOAT, J_DOUBLE):
+            if pa.types.is_integer(t):
+                return arr.cast(pa.string()).cast(_LS)
+            if not pa.types.is_floating(t):
+                raise EncodeError(f"{path}: an Arrow {t} column cannot be written as a JSON number")
+            return _floats(arr, path)
+        if op in (J_STRING, J_ENUM):
+            if pa.types.is_dictionary(t):
+                arr = arr.dictionary_decode()
+                t = arr.type
+            if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)):
+                raise EncodeError(f"{path}: an Arrow {t} column cannot be written as a JSON string")
+            if op == J_ENUM:
+                symbols = pa.array(list(program[1]), pa.string())
+                unknown = pc.and_(arr.is_valid(), pc.invert(pc.is_in(arr.cast(pa.string()), symbols)))
+                if pc.any(unknown).as_py():
+                    raise EncodeError(f"{path}: row {_first(unknown)}: not a symbol of the enum")
+            return _quote(arr)
+        if op in (J_BYTES_B64, J_FIXED_B64):
+            return _base64(arr, program[1] if op == J_FIXED_B64 else None, path)
+        if op in (J_TIMESTAMP, J_DATE, J_TIME):
+            return _temporal(op, arr, path)
+        if op == J_TEXT:
+            return self.text(arr, path)
+        raise EncodeError(f"{path}: unknown program op {op}")  # pragma: no cover - mapping makes only the above
+
+    def text(self, arr: pa.Array, path: str) -> pa.Array:
+        """A JSON-text column (string) compacted; any other column written as its Python values."""
+        t = arr.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            return pa.array([None if v is None else _compact(v, path) for v in arr.to_pylist()], _LS)
+        return pa.array([None if v is None else dumps_text(v) for v in arr.to_pylist()], _LS)
+
+    def object(
+        self,
+        program: tuple[Any, ...],
+        shadow: av.Schema,
+        column: Callable[[str], pa.Array | None],
+        n: int,
+        path: str,
+        live: Any,
+    ) -> pa.Array:
+        """Fragments of a JSON object per row from its property columns (``column(name)``)."""
+        fields = program[1]
+        shadow_fields = shadow.fields if isinstance(shadow, av.Record) else []
+        parts: list[Any] = []
+        for i, (name, child, missing) in enumerate(fields):
+            arr = column(name)
+            if arr is None:
+                if missing is None:
+                    raise EncodeError(f"{path}: the batch has no column for required property {name!r}")
+                continue  # an optional property without a column is left out, as from a dict without it
+            child_shadow = shadow_fields[i].type if i < len(shadow_fields) else shadow
+            frags = self.fragments(child, child_shadow, arr, f"{path}.{name}", live)
+            if not self.nulls_ok(child):
+                self.check_present(arr, live, f"{path}.{name}")
+                frags = pc.fill_null(frags, _NULL_TEXT)  # rows outside ``live`` (null parents) only
+            parts.extend(["," if parts else "", encode_basestring(name) + ":", frags])
+        if not parts:
+            body = pa.array(["{"] * n, _LS)
+        else:
+            parts[0] = "{"
+            body = _join(*parts)
+        if program[2] and self.extra_column is not None:
+            extra = column(self.extra_column)
+            if extra is not None and extra.null_count < len(extra):
+                texts = self.text(extra, f"{path}.{self.extra_column}")
+                inner = pc.utf8_slice_codeunits(texts, 1, -1)  # the members of the object text
+                sep = pc.if_else(pc.equal(inner, ""), _EMPTY, _c("," if fields else ""))
+                body = pc.if_else(pc.is_valid(inner), _join(body, sep, inner), body)
+        return _join(body, "}")
+
+
+def _child(arr: pa.StructArray, name: str) -> pa.Array | None:
+    index = arr.type.get_field_index(name)
+    return None if index < 0 else arr.field(index)
+
+
+def _list_parts(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """(values, int64 offsets rebased to 0) of a list or map array, slices applied."""
+    t = arr.type
+    if pa.types.is_fixed_size_list(t):
+        size = t.list_size
+        offsets = np.arange(len(arr) + 1, dtype=np.int64) * size
+        return arr.values.slice(arr.offset * size, len(arr) * size), pa.array(offsets)
+    offsets = np.asarray(arr.offsets.to_numpy(), dtype=np.int64)
+    start = int(offsets[0]) if len(offsets) else 0
+    end = int(offsets[-1]) if len(offsets) else 0
+    return arr.values.slice(start, end - start), pa.array(offsets - start)
+
+
+_OP_WORD = {J_TIMESTAMP: "date-time", J_DATE: "date", J_TIME: "time"}
+
+
+class JsonEncoder:
+    """Encode Arrow rows (or one value) as compact JSON payloads with one writer schema.
+
+    Parameters
+    ----------
+    model : JsonSchemaModel, str or dict
+        The writer schema: a JSON Schema document or a Pulsar JSON (Avro record) definition.
+        For an object schema, columns are matched to properties by name and properties are
+        written in schema order (a batch without a column for an optional property leaves it
+        out); for any other schema the batch has one column.
+
+    Notes
+    -----
+    The bytes are those of ``json.dumps(row, separators=(",", ":"), ensure_ascii=False)`` for the
+    row as a dict in schema order (see the module docstring for each type's text). A row whose
+    columns are all null, where the schema cannot hold that, is a null payload.
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.model: JsonSchemaModel = parse(model)
+        self.mapping: JsonMapping = map_model(self.model)
+        self._program = self.mapping.program
+        self._shadow = self.mapping.shadow
+        self._top = self.model.name
+
+    # -- batches -------------------------------------------------------------------------------------
+
+    def encode(self, batch: Any) -> pa.Array:
+        """One payload per row of ``batch`` (a RecordBatch or Table).
+
+        Returns
+        -------
+        pa.BinaryArray
+
+        Raises
+        ------
+        EncodeError
+            A value the schema cannot hold (the message names the property path and the row).
+        """
+        data = as_table_like(batch)
+        if isinstance(data, pa.Table):
+            data = data.combine_chunks()
+        n = data.num_rows
+        columns = _Columns(self.mapping.extra_column)
+        is_object = self._program[0] == J_OBJECT
+        if is_object:
+            names = set(data.schema.names)
+            wanted = [name for name, _, _ in self._program[1]]
+            cols = [_as_array(data.column(c)) for c in wanted if c in names]
+            skip = self._null_rows(cols, n)
+            live = None if skip is None else pa.array(~skip)
+            out = columns.object(
+                self._program,
+                self._shadow,
+                lambda name: _as_array(data.column(name)) if name in names else None,
+                n,
+                self._top,
+                live,
+            )
+        else:
+            if data.num_columns != 1:
+                raise EncodeError("a schema that is not an object needs a batch with exactly one column")
+            arr = _as_array(data.column(0))
+            skip = None
+            out = columns.fragments(self._program, self._shadow, arr, self._top, None)
+            if not columns.nulls_ok(self._program):
+                skip = np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool) if arr.null_count else None
+        if skip is not None:
+            out = pc.if_else(pa.array(~skip), out, pa.nulls(n, _LS))
+        return out.cast(pa.binary())
+
+    def _null_rows(self, cols: list[pa.Array], n: int) -> np.ndarray | None:
+        """Rows whose property columns are all null, when the object cannot be all null."""
+        fields = self._program[1]
+        if all(child[0] in (J_NULLABLE, J_NULL) for _, child, _ in fields) or not cols:
+            return None
+        if not all(c.null_count for c in cols):
+            return None
+        rows = np.logical_and.reduce([np.asarray(c.is_null().to_numpy(zero_copy_only=False)) for c in cols])
+        return rows if rows.any() else None
+
+    # -- one value -----------------------------------------------------------------------------------
+
+    def encode_value(self, value: Any) -> bytes:
+        """One payload for one Python value: a dict for an object schema.
+
+        Takes the decoder's values (``datetime``, ``date``, ``time``, bytes, a map as a dict or a
+        list of pairs, a JSON-text column's value as its text) and JSON's own (RFC 3339 strings,
+        base64 strings, written as given). Properties the schema does not name are written after
+        the schema's, as ``json.dumps`` would.
+
+        Raises
+        ------
+        EncodeError
+            The value does not fit the schema (the message names the property path).
+        """
+        out: list[str] = []
+        _write(self._program, self._shadow, value, out, self._top, self.mapping.extra_column)
+        return "".join(out).encode("utf-8")
+
+    def __repr__(self) -> str:
+        return f"JsonEncoder({self.model!r})"
+
+
+# -- one value ----------------------------------------------------------------------------------------
+
+
+def _utc_iso(v: datetime.datetime) -> str:
+    if v.tzinfo is None:
+        v = v.replace(tzinfo=datetime.UTC)
+    text = v.astimezone(datetime.UTC).isoformat()
+    return text
+
+
+def _write_number(op: int, shadow: av.Schema, v: Any, path: str) -> str:
+    if op in (J_FLOAT, J_DOUBLE):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise EncodeError(f"{path}: {v!r} is not a number")
+        if isinstance(v, float):
+            if v != v or v in (float("inf"), float("-inf")):
+                raise EncodeError(f"{path}: NaN and infinities cannot be written as JSON")
+            return float.__repr__(v)
+        return int.__repr__(v)
+    logical = getattr(shadow, "logical", None)
+    if isinstance(v, datetime.datetime) and logical and "timestamp" in logical:
+        aware = v if v.tzinfo is not None else v.replace(tzinfo=datetime.UTC)
+        delta = aware - _EPOCH
+        micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+        per_s = _AVRO_UNIT[logical.rsplit("-", 1)[1]]
+        v = micros // (1_000_000 // per_s) if per_s <= 1_000_000 else micros * 1000
+    elif isinstance(v, datetime.date) and not isinstance(v, datetime.datetime) and logical == "date":
+        v = (v - _EPOCH_DAY).days
+    elif isinstance(v, datetime.time) and logical in ("time-millis", "time-micros"):
+        micros = ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
+        v = micros // 1000 if logical == "time-millis" else micros
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise EncodeError(f"{path}: {v!r} is not an integer")
+    lo, hi = _INT_RANGE[op]
+    if not lo <= v <= hi:
+        raise EncodeError(f"{path}: {v} is out of the {'int' if op == J_INT else 'long'} range")
+    return int.__repr__(v)
+
+
+def _write_string(op: int, program: tuple[Any, ...], v: Any, path: str) -> str:  # noqa: C901 - one case per op
+    if isinstance(v, str):
+        if op == J_ENUM and v not in program[1]:
+            raise EncodeError(f"{path}: {v!r} is not a symbol of the enum")
+        if op == J_FIXED_B64 and program[1] == 16 and len(v) == 36:
+            try:
+                v = uuid.UUID(v).bytes
+            except ValueError:
+                return str(encode_basestring(v))
+        else:
+            return str(encode_basestring(v))
+    if op in (J_BYTES_B64, J_FIXED_B64) and isinstance(v, (bytes, bytearray, memoryview)):
+        raw = bytes(v)
+        if op == J_FIXED_B64 and len(raw) != program[1]:
+            raise EncodeError(f"{path}: {len(raw)} bytes where the fixed size is {program[1]}")
+        return '"' + binascii.b2a_base64(raw, newline=False).decode("ascii") + '"'
+    if op == J_TIMESTAMP and isinstance(v, datetime.datetime):
+        return '"' + _utc_iso(v) + '"'
+    if op == J_DATE and isinstance(v, datetime.date) and not isinstance(v, datetime.datetime):
+        return '"' + v.isoformat() + '"'
+    if op == J_TIME and isinstance(v, datetime.time):
+        return '"' + v.replace(tzinfo=None).isoformat() + '"'
+    raise EncodeError(f"{path}: {v!r} does not fit a {_WORDS.get(op, 'string')}")
+
+
+_WORDS = {
+    J_ENUM: "enum symbol",
+    J_BYTES_B64: "base64 string",
+    J_FIXED_B64: "base64 string",
+    J_TIMESTAMP: "date-time",
+    J_DATE: "date",
+    J_TIME: "time",
+}
+
+
+def _write(  # noqa: C901 - one case per op
+    program: tuple[Any, ...], shadow: av.Schema, v: Any, out: list[str], path: str, extra_column: str | None = None
+) -> None:
+    op = program[0]
+    if op == J_NULLABLE:
+        if v is None:
+            out.append("null")
+            return
+        inner = shadow.branches[1] if isinstance(shadow, av.Union) else shadow
+        _write(program[1], inner, v, out, path)
+        return
+    if v is None:
+        if op in (J_NULL, J_TEXT):
+            out.append("null")
+            return
+        raise EncodeError(f"{path}: null is not allowed here")
+    if op == J_OBJECT:
+        if not isinstance(v, Mapping):
+            raise EncodeError(f"{path}: {type(v).__name__} is not an object (a dict)")
+        shadow_fields = shadow.fields if isinstance(shadow, av.Record) else []
+        out.append("{")
+        first = True
+        named = set()
+        for i, (name, child, missing) in enumerate(program[1]):
+            named.add(name)
+            if name not in v:
+                if missing is None:
+                    raise EncodeError(f"{path}: required property {name!r} is missing")
+                continue
+            out.append((encode_basestring(name) if first else "," + encode_basestring(name)) + ":")
+            first = False
+            child_shadow = shadow_fields[i].type if i < len(shadow_fields) else shadow
+            _write(child, child_shadow, v[name], out, f"{path}.{name}")
+        extra = v.get(extra_column) if program[2] and extra_column is not None else None
+        if extra_column is not None and program[2]:
+            named.add(extra_column)
+        for key, item in v.items():  # properties the schema does not name, as json.dumps writes them
+            if key not in named:
+                if not isinstance(key, str):
+                    raise EncodeError(f"{path}: property name {key!r} is not a string")
+                out.append(("" if first else ",") + encode_basestring(key) + ":" + dumps_text(item))
+                first = False
+        if extra is not None:
+            members = _compact(extra, f"{path}.{extra_column}")[1:-1] if isinstance(extra, str) else None
+            if members is None:
+                raise EncodeError(f"{path}.{extra_column}: expected the JSON text of an object")
+            if members:
+                out.append(("" if first else ",") + members)
+        out.append("}")
+        return
+    if op == J_ARRAY:
+        if isinstance(v, (str, bytes, Mapping)) or not hasattr(v, "__iter__"):
+            raise EncodeError(f"{path}: {type(v).__name__} is not an array (a list)")
+        item_shadow = shadow.items if isinstance(shadow, av.Array) else shadow
+        out.append("[")
+        for j, item in enumerate(v):
+            if j:
+                out.append(",")
+            _write(program[1], item_shadow, item, out, f"{path}[{j}]")
+        out.append("]")
+        return
+    if op == J_MAP:
+        pairs = v.items() if isinstance(v, Mapping) else v  # the decoder gives a list of (key, value)
+        value_shadow = shadow.values if isinstance(shadow, av.Map) else shadow
+        out.append("{")
+        try:
+            for j, (key, item) in enumerate(pairs):
+                if not isinstance(key, str):
+                    raise EncodeError(f"{path}: map key {key!r} is not a string")
+                out.append(("," if j else "") + encode_basestring(key) + ":")
+                _write(program[1], value_shadow, item, out, f"{path}{{{key}}}")
+        except (TypeError, ValueError):
+            raise EncodeError(f"{path}: {type(v).__name__} is not a map (a dict)") from None
+        out.append("}")
+        return
+    if op == J_NULL:
+        raise EncodeError(f"{path}: expected null")
+    if op == J_BOOL:
+        if not isinstance(v, bool):
+            raise EncodeError(f"{path}: {v!r} is not a boolean")
+        out.append("true" if v else "false")
+        return
+    if op in (J_INT, J_LONG, J_FLOAT, J_DOUBLE):
+        out.append(_write_number(op, shadow, v, path))
+        return
+    if op == J_TEXT:
+        out.append(_compact(v, path) if isinstance(v, str) else dumps_text(v))
+        return
+    if op in (J_STRING, J_ENUM, J_BYTES_B64, J_FIXED_B64, J_TIMESTAMP, J_DATE, J_TIME):
+        out.append(_write_string(op, program, v, path))
+        return
+    raise EncodeError(f"{path}: unknown program op {op}")  # pragma: no cover
