@@ -65,7 +65,9 @@ typedef enum {
     PC_JSON_INVALID_UTF8 = 89,
     /* schema lookups per row (set by the pipeline, never by a kernel) */
     PC_SCHEMA_NOT_FOUND = 90,
-    PC_SCHEMA_UNRESOLVABLE = 91
+    PC_SCHEMA_UNRESOLVABLE = 91,
+    /* JSON constraints beyond the Arrow mapping (optional validation, set by formats/json) */
+    PC_JSON_CONSTRAINT = 100
 } pc_status;
 
 /* Where and why a kernel stopped. */

@@ -216,6 +216,8 @@ class ErrorCode(enum.IntEnum):
     # schema lookups per row: 90-99
     SCHEMA_NOT_FOUND = defs.SCHEMA_NOT_FOUND
     SCHEMA_UNRESOLVABLE = defs.SCHEMA_UNRESOLVABLE
+    # JSON constraints (optional validation): 100
+    JSON_CONSTRAINT = defs.JSON_CONSTRAINT
 
 
 # code -> (exception class, message template). Templates may use {detail} and any keyword passed
@@ -316,6 +318,7 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
     ErrorCode.JSON_UNKNOWN_ENUM: (JsonDecodeError, "string is not one of the enum's values"),
     ErrorCode.JSON_DEPTH_EXCEEDED: (JsonDecodeError, "JSON nested deeper than {detail} levels"),
     ErrorCode.JSON_INVALID_UTF8: (JsonDecodeError, "invalid UTF-8 or escape in a JSON string"),
+    ErrorCode.JSON_CONSTRAINT: (JsonDecodeError, "JSON value breaks the schema: {detail}"),
     ErrorCode.SCHEMA_NOT_FOUND: (SchemaResolutionError, "schema id {schema_id} is not in the registry"),
     ErrorCode.SCHEMA_UNRESOLVABLE: (
         SchemaResolutionError,

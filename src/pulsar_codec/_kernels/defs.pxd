@@ -71,6 +71,7 @@ cdef extern from "pc_status.h":
         JSON_INVALID_UTF8 "PC_JSON_INVALID_UTF8"
         SCHEMA_NOT_FOUND "PC_SCHEMA_NOT_FOUND"
         SCHEMA_UNRESOLVABLE "PC_SCHEMA_UNRESOLVABLE"
+        JSON_CONSTRAINT "PC_JSON_CONSTRAINT"
 
 cdef extern from "pc_defs.h":
     enum:

@@ -67,6 +67,7 @@ __all__ = [
     "JSON_INVALID_UTF8",
     "SCHEMA_NOT_FOUND",
     "SCHEMA_UNRESOLVABLE",
+    "JSON_CONSTRAINT",
     # wire-prefix protocols (csrc/pc_defs.h from here on)
     "KIND_CONFLUENT",
     "KIND_CONFLUENT_PROTOBUF",
@@ -260,6 +261,8 @@ JSON_INVALID_UTF8: Final = 89
 # schema lookups per row (set by the pipeline, never by a kernel): 90-99
 SCHEMA_NOT_FOUND: Final = 90
 SCHEMA_UNRESOLVABLE: Final = 91
+# JSON constraints beyond the Arrow mapping (optional validation, set by formats/json): 100
+JSON_CONSTRAINT: Final = 100
 
 # -- registry wire-prefix protocols (pulsar_codec.wire.Protocol.kind) -------------------------------
 KIND_CONFLUENT: Final = 1

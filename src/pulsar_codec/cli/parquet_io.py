@@ -135,19 +135,23 @@ def decode_parquet(
     return stats
 
 
-def pick_reader(registry: Any, files: list[Path], column: str, protocol: wire.Protocol, reader_schema: Any) -> Any:
-    """The reader schema: the one given, else the newest writer schema in the input the registry
-    knows, else None (no message can be decoded: every row is an error or a tombstone)."""
+def pick_reader(
+    registry: Any, files: list[Path], column: str, protocol: wire.Protocol, reader_schema: Any
+) -> tuple[Any, str | None]:
+    """The reader schema and its payload format: the one given (format None: the registry's), else
+    the newest writer schema in the input the registry knows and its format (``"AVRO"``, ``"JSON"``),
+    else (None, None) (no message can be decoded: every row is an error or a tombstone)."""
     if reader_schema is not None:
-        return reader_schema
+        return reader_schema, None
     newest = None
     for file in files:
         found = newest_schema_id(file, column, protocol, registry)
         if found is not None and (newest is None or (found > newest)):
             newest = found
     if newest is None:
-        return None
-    return MessageDecoder(registry, protocol=protocol).writer_schema(newest)
+        return None, None
+    writer = MessageDecoder(registry, protocol=protocol)._writer(newest)
+    return writer.model, writer.fmt.name
 
 
 def _decode_local(
@@ -159,8 +163,12 @@ def _decode_local(
     reader_schema: Any,
     dead_letter: str | Path | None,
 ) -> dict[str, int]:
-    reader = pick_reader(registry, files, column, protocol, reader_schema)
-    decoder = MessageDecoder(registry, protocol=protocol, reader_schema=reader, on_error="null") if reader else None
+    reader, fmt = pick_reader(registry, files, column, protocol, reader_schema)
+    decoder = (
+        MessageDecoder(registry, protocol=protocol, reader_schema=reader, on_error="null", format=fmt)
+        if reader
+        else None
+    )
     no_reader = MessageDecoder(registry, protocol=protocol, on_error="null")
     columns, converters = contract_columns(decoder.arrow_schema) if decoder else (pa.schema([]), [])
     out_schema = columns if dead_letter else columns.append(pa.field("decode_error", ERROR_TYPE))

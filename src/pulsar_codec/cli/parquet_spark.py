@@ -158,10 +158,10 @@ def decode_spark(
     session.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     # the reader is picked on the driver as the local engine picks it (an id the registry does not
     # know cannot be the reader)
-    reader = pick_reader(registry, files, column, protocol, reader_schema)
+    reader, fmt = pick_reader(registry, files, column, protocol, reader_schema)
     raw = _with_index(session, files, column)
     with spark_progress(session, "decoding (spark)"):
-        decoded = pcs.decode(raw, column, registry=registry, protocol=protocol, reader_schema=reader)
+        decoded = pcs.decode(raw, column, registry=registry, protocol=protocol, reader_schema=reader, format=fmt)
         text = F.regexp_replace(
             "decode_error.message",
             r"\(byte (\d+)\)",

@@ -21,6 +21,7 @@ __all__ = [
     "PayloadFormat",
     "RowError",
     "Segment",
+    "format_of_model",
     "get_format",
     "register_format",
 ]
@@ -63,3 +64,16 @@ def get_format(name: str | None = None) -> PayloadFormat:
         raise SchemaError(f"{module.__name__} defines no FORMAT")
     register_format(fmt)
     return fmt  # type: ignore[no-any-return]
+
+
+def format_of_model(model: object) -> str | None:
+    """The name of the format whose package defines ``model``'s class (a schema already parsed by
+    ``formats.<name>``), or None for text, decoded JSON and objects of other packages."""
+    parts = type(model).__module__.split(".")
+    prefix = __name__.split(".")
+    if parts[: len(prefix)] != prefix or len(parts) <= len(prefix):
+        return None
+    try:
+        return get_format(parts[len(prefix)]).name
+    except SchemaError:
+        return None

@@ -22,7 +22,7 @@ from .._arrow import Chunk, binary_chunks
 from .._cache import LRU
 from .._unframe import PREFIX_SIZE, inflate_chunks, registry_key, row_keys, single_id, unframe_parts, wide
 from ..errors import ErrorCode, SchemaError, SchemaNotFoundError, error_for, raise_for
-from ..formats import get_format
+from ..formats import format_of_model, get_format
 from ..formats.base import Decoded, DecodePlan, PayloadFormat, Segment, check_on_error, errors_table
 from ..registry.lookup import RegistrySource, fetch_schema, portable
 from ._common import DEFAULT_CACHE_SIZE, ParsedSchema, latest_version, lone_subject
@@ -186,6 +186,8 @@ class MessageDecoder:
         if reader_schema is not None and reader_subject is not None:
             raise ValueError("pass reader_schema or reader_subject, not both")
         self.protocol: wire.Protocol = wire.protocol_by_name(protocol)
+        if format is None and reader_schema is not None:
+            format = format_of_model(reader_schema)  # a parsed JSON reader reads JSON without format=
         self.reader_schema = reader_schema
         self.reader_subject = reader_subject
         self.on_error = on_error
@@ -541,9 +543,10 @@ class MessageDecoder:
 
     def __getstate__(self) -> dict[str, Any]:
         reader = self.reader_schema
-        if reader is not None and not isinstance(reader, (str, bytes, dict, list)):
+        if reader is not None and not isinstance(reader, (str, bytes, dict, list)) and self.format in (None, "AVRO"):
             fmt = get_format(self.format)
-            reader = fmt.schema_text(fmt.parse(reader))  # a parsed schema travels as its text
+            reader = fmt.schema_text(fmt.parse(reader))  # a parsed Avro schema travels as its text
+        # other formats' models travel as they are: they carry read options (JSON keep_extra, validate)
         return {
             "registry": portable(self._registry.given, type(self).__name__),
             "protocol": self.protocol.name,

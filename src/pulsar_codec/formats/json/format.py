@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
 
 from ..._kernels import _backend
 from ..._kernels.defs import (
@@ -73,6 +74,11 @@ class JsonPlan:
     avro: AvroPlan
     # the kernel twins' prepared forms of the program, by kernel module (made on first use)
     prepared: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @cached_property
+    def validator(self) -> Any:
+        """The ``jsonschema`` validator of the reader (``validate=True``), made once per plan."""
+        return self.model.validator()
 
     @property
     def arrow_schema(self) -> pa.Schema:
@@ -167,12 +173,15 @@ class JsonFormat:
 
     name = "JSON"
 
-    def parse(self, schema: Any, references: Sequence[Any] | None = None, *, keep_extra: bool = False) -> Any:
+    def parse(
+        self, schema: Any, references: Sequence[Any] | None = None, *, keep_extra: bool = False, validate: bool = False
+    ) -> Any:
         """The :class:`~.schema.JsonSchemaModel` of a JSON Schema or Pulsar JSON (Avro) document.
 
         ``references`` must carry their schema texts (see :func:`.schema.resolve_references`).
+        ``keep_extra`` and ``validate`` are the model's options (see the model).
         """
-        return parse(schema, references, keep_extra=keep_extra)
+        return parse(schema, references, keep_extra=keep_extra, validate=validate)
 
     def resolve_references(self, registry: Any, references: Sequence[Any]) -> tuple[dict[str, Any], ...]:
         """The registry's ``references`` with their schema texts fetched from ``registry`` (what
@@ -224,6 +233,8 @@ class JsonFormat:
             starts, ends = seg.bounds()
             found, out, offsets, validity = kernels.transcode(program, seg.data, starts, ends, seg.validity, keep_going)
             data = seg.data
+            if plan.model.validate:
+                found, validity = _check_constraints(plan, data, starts, ends, found, validity, keep_going)
             errors.extend(
                 plan.row_error(code, row0 + row, offset, detail, _payload(code, data, starts, ends, row))
                 for code, row, offset, detail in found
@@ -258,6 +269,8 @@ class JsonFormat:
         kernels = _backend.active().json
         bounds = np.array([start], dtype=np.int64), np.array([len(data)], dtype=np.int64)
         found, out, offsets, _ = kernels.transcode(plan.kernel_program(kernels), data, *bounds, None, False)
+        if not found and plan.model.validate:
+            found, _ = _check_constraints(plan, data, *bounds, found, None, False)
         if found:
             code, _, offset, detail = found[0]
             raise_for(*plan.row_error(code, 0, offset, detail, _payload(code, data, *bounds, 0)))
@@ -289,6 +302,42 @@ class JsonFormat:
 
     def __repr__(self) -> str:
         return "<payload format JSON>"
+
+
+def _check_constraints(
+    plan: JsonPlan,
+    data: Any,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    found: list[Any],
+    validity: np.ndarray | None,
+    keep_going: bool,
+) -> tuple[list[Any], np.ndarray | None]:
+    """The optional validation (``validate=True``): every row the kernel read is checked against the
+    schema's constraints; a row that breaks one becomes an error row (``JSON_CONSTRAINT``, offset 0,
+    the validator's best message), merged into ``found`` in row order."""
+    validator = plan.validator
+    n = len(starts)
+    limit = found[0][1] if found and not keep_going else n  # without keep_going nothing past the first stop
+    view = memoryview(data)
+    rows = range(limit) if validity is None else np.flatnonzero(validity[:limit]).tolist()
+    broken: list[Any] = []
+    for row in rows:
+        instance = json.loads(bytes(view[int(starts[row]) : int(ends[row])]))
+        error = best_match(validator.iter_errors(instance))
+        if error is None:
+            continue
+        where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path) or "the value"
+        broken.append((ErrorCode.JSON_CONSTRAINT, row, 0, f"{error.message} (at {where.lstrip('.')})"))
+        if not keep_going:
+            break
+    if not broken:
+        return found, validity
+    if not keep_going:  # the first bad row, whichever check found it, ends the batch
+        return [broken[0]], validity
+    out = np.ones(n, dtype=bool) if validity is None else validity.copy()
+    out[[b[1] for b in broken]] = False
+    return sorted([*found, *broken], key=lambda e: e[1]), out
 
 
 def _payload(code: int, data: Any, starts: np.ndarray, ends: np.ndarray, row: int) -> bytes | None:

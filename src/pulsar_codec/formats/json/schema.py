@@ -19,6 +19,7 @@ registry client. :func:`parse` accepts each reference as a dict or object with `
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -69,6 +70,10 @@ class JsonSchemaModel:
         The parsed Avro schema of a Pulsar JSON schema.
     keep_extra : bool
         Decode properties the schema does not name into one JSON text column (see mapping).
+    validate : bool
+        Also check every payload against the constraints the Arrow mapping cannot express
+        (``minimum``, ``pattern``, ``maxLength``, ...) with the ``jsonschema`` validator; a row that
+        breaks one is an error row (``JSON_CONSTRAINT``). JSON Schema documents only.
     """
 
     kind: Literal["jsonschema", "avro"]
@@ -78,14 +83,27 @@ class JsonSchemaModel:
     references: tuple[tuple[str, Any], ...] = ()
     avro: avro_schema.Schema | None = None
     keep_extra: bool = False
+    validate: bool = False
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, JsonSchemaModel):
             return NotImplemented
-        return (self.kind, self.key, self.keep_extra) == (other.kind, other.key, other.keep_extra)
+        mine = (self.kind, self.key, self.keep_extra, self.validate)
+        return mine == (other.kind, other.key, other.keep_extra, other.validate)
 
     def __hash__(self) -> int:
-        return hash((self.kind, self.key, self.keep_extra))
+        return hash((self.kind, self.key, self.keep_extra, self.validate))
+
+    def validator(self) -> Any:
+        """A ``jsonschema`` validator of the document (its dialect, references resolved)."""
+        cls = jsonschema.validators.validator_for(self.document, default=jsonschema.Draft7Validator)
+        default = _specification(self.document)
+        resources = [
+            (name, referencing.Resource.from_contents(doc, default_specification=default))
+            for name, doc in self.references
+        ]
+        registry: referencing.Registry[Any] = referencing.Registry().with_resources(resources)
+        return cls(self.document, registry=registry)
 
     @property
     def name(self) -> str:
@@ -265,7 +283,7 @@ def resolve_references(registry: Any, references: Sequence[Any] | None) -> tuple
     return tuple(out)
 
 
-def parse(schema: Any, references: Any = None, *, keep_extra: bool = False) -> JsonSchemaModel:
+def parse(schema: Any, references: Any = None, *, keep_extra: bool = False, validate: bool = False) -> JsonSchemaModel:
     """Parse a JSON Schema document or a Pulsar JSON (Avro record) schema.
 
     Parameters
@@ -277,6 +295,9 @@ def parse(schema: Any, references: Any = None, *, keep_extra: bool = False) -> J
         The registry's references with their texts (see the module docstring).
     keep_extra : bool, default False
         Keep properties the schema does not name, as one JSON text column.
+    validate : bool, default False
+        Check every payload against the constraints Arrow cannot express (see
+        :class:`JsonSchemaModel`); slower: off by default.
 
     Raises
     ------
@@ -285,19 +306,21 @@ def parse(schema: Any, references: Any = None, *, keep_extra: bool = False) -> J
         without its text, an unknown ``$schema`` dialect.
     """
     if isinstance(schema, JsonSchemaModel):
-        if keep_extra and not schema.keep_extra:
-            return JsonSchemaModel(
-                schema.kind, schema.document, schema.text, schema.key, schema.references, schema.avro, True
+        if (keep_extra and not schema.keep_extra) or (validate and not schema.validate):
+            return dataclasses.replace(
+                schema, keep_extra=schema.keep_extra or keep_extra, validate=schema.validate or validate
             )
         return schema
     document, text = _load(schema, "schema")
     if _is_avro(document):
         avro = avro_schema.parse(document)
         key = canonical(avro_schema.to_json(avro))
+        if validate:
+            raise SchemaError("validate=True checks JSON Schema constraints: a Pulsar JSON (Avro) schema has none")
         return JsonSchemaModel("avro", document, text or json.dumps(document), key, (), avro, keep_extra)
     _check_json_schema(document, "schema")
     refs = _references(references)
     key = canonical(document) if not refs else canonical({"schema": document, "references": dict(refs)})
     if text is None:
         text = json.dumps(document, separators=(",", ":"))
-    return JsonSchemaModel("jsonschema", document, text, key, refs, None, keep_extra)
+    return JsonSchemaModel("jsonschema", document, text, key, refs, None, keep_extra, validate)
