@@ -4,19 +4,24 @@ Byte vectors for every node kind, the JSON grammar (whitespace, escapes, UTF-8, 
 truncation, trailing bytes), object semantics (key order, unknown and duplicate keys, missing
 properties, keep_extra), rows (nulls, keep_going) and error offsets, on both twins; then hypothesis:
 random programs and instances, whose Avro bytes fastavro decodes to what ``json.loads`` reads, and
-twin parity on mutated payloads.
+twin parity on mutated payloads; and number texts (shortest reprs, 16-25 significant digits, exact
+and near halfway cases, subnormals, the overflow edge) whose J_DOUBLE / J_FLOAT bytes must equal
+``struct.pack`` of Python's ``float()`` (the compiled twin's Eisel-Lemire path and its fallback).
 """
 
 import base64
+import decimal
 import io
 import json
 import math
+import random
 import struct
+import sys
 
 import fastavro
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pulsar_codec._kernels.defs import (
@@ -724,3 +729,155 @@ def test_numbers_agree_with_python(both_backends, text):
         assert got == (JSON_NUMBER_RANGE, 0, J_DOUBLE)
     else:
         assert got == struct.pack("<d", value)
+
+
+# -- decimal text -> double: correct rounding, bit for bit ----------------------------------------------
+
+EXACT = decimal.Context(prec=2000, Emin=-9999, Emax=9999)  # holds any double and any midpoint exactly
+
+
+def number_text(value, style, negative):
+    """JSON text of the positive Decimal ``value`` in one of several spellings."""
+    if style == "f" and -40 <= value.adjusted() <= 40:
+        text = format(value, "f")
+    elif style == "E":
+        text = format(value, "E").replace("E+", "E")
+    else:
+        text = format(value, "e")
+    return ("-" if negative else "") + text
+
+
+def midpoint_above(x):
+    """The exact Decimal halfway between the double ``x >= 0`` and the next double (2**1024 past DBL_MAX)."""
+    upper = EXACT.power(2, 1024) if x == sys.float_info.max else decimal.Decimal(math.nextafter(x, math.inf))
+    return EXACT.divide(EXACT.add(decimal.Decimal(x), upper), 2)
+
+
+def significant(value, digits, rounding):
+    """``value`` rounded to ``digits`` significant digits (unchanged when it has no more)."""
+    return decimal.Context(prec=digits, rounding=rounding, Emin=-9999, Emax=9999).plus(value)
+
+
+styles = st.sampled_from(["e", "E", "f"])
+finite_doubles = st.floats(allow_nan=False, allow_infinity=False)
+nonnegative_doubles = st.one_of(
+    st.floats(min_value=0.0, allow_infinity=False),
+    st.floats(min_value=0.0, max_value=2.2250738585072014e-308),  # subnormals
+    st.floats(min_value=1e300, allow_infinity=False),  # near DBL_MAX
+    st.sampled_from([0.0, 5e-324, 2.2250738585072014e-308, 9007199254740992.0, sys.float_info.max]),
+)
+
+
+@st.composite
+def long_digit_texts(draw):
+    """16-25 random significant digits at a decimal exponent anywhere from under 5e-324 to past DBL_MAX."""
+    count = draw(st.integers(16, 25))
+    digits = draw(st.sampled_from("123456789")) + draw(st.text("0123456789", min_size=count - 1, max_size=count - 1))
+    exponent = draw(st.integers(-345, 310)) - count + 1
+    return number_text(decimal.Decimal(f"{digits}e{exponent}"), draw(styles), draw(st.booleans()))
+
+
+@st.composite
+def near_halfway_texts(draw):
+    """A midpoint between two adjacent doubles: exact, or cut to 16-25 digits (just below or above it)."""
+    mid = midpoint_above(draw(nonnegative_doubles))
+    rounding = draw(st.sampled_from([decimal.ROUND_DOWN, decimal.ROUND_UP, decimal.ROUND_HALF_EVEN]))
+    value = mid if draw(st.booleans()) else significant(mid, draw(st.integers(16, 25)), rounding)
+    return number_text(value, draw(styles), draw(st.booleans()))
+
+
+@st.composite
+def exact_tie_texts(draw):
+    """Exact ties t * 2**k (t odd, 54 bits, with a factor 5**j) whose decimal form is short: the cases
+    where the algorithm must round half to even (w <= 19 digits for small k and trailing zeros)."""
+    j = draw(st.integers(0, 23))
+    low, high = -(-(1 << 53) // 5**j), ((1 << 54) - 1) // 5**j
+    r = draw(st.integers(low, high)) | 1
+    if r > high:
+        r -= 2
+    k = draw(st.integers(-6, j + 12))
+    value = EXACT.multiply(decimal.Decimal(5**j * r), EXACT.power(2, k))
+    nudge = draw(st.sampled_from([0, 0, -1, 1]))  # one unit in the last digit off the tie
+    if nudge:
+        value = EXACT.add(value, decimal.Decimal((0, (1,), value.as_tuple().exponent)) * nudge)
+    return number_text(value.normalize(EXACT), draw(styles), draw(st.booleans()))
+
+
+def expected_bytes(text, op):
+    """What the kernel must write for ``text`` under ``op``: struct.pack of float(), or the range error."""
+    value = float(text)
+    try:
+        if math.isinf(value):
+            raise OverflowError
+        return struct.pack("<d", value) if op == J_DOUBLE else struct.pack("<f", value)
+    except OverflowError:
+        return (JSON_NUMBER_RANGE, 0, op)
+
+
+def assert_numbers_exact(kernels, texts):
+    payloads = [t.encode() for t in texts]
+    for op in (J_DOUBLE, J_FLOAT):
+        errors, rows, _ = transcode(kernels, (op,), payloads)
+        errors_by_row = {row: (code, offset, detail) for code, row, offset, detail in errors}
+        for i, text in enumerate(texts):
+            got = errors_by_row.get(i, rows[i])
+            assert got == expected_bytes(text, op), (text, op)
+
+
+HARD_NUMBERS = [
+    "9007199254740993",  # 2**53 + 1: a tie, rounds down to even
+    "9007199254740995",  # 2**53 + 3: a tie, rounds up to even
+    "9007199254740993.0000000001",
+    "18014398509481988e0",
+    "0.8444218515250481",
+    "7.2057594037927933e16",
+    "2.2250738585072011e-308",
+    "2.2250738585072012e-308",
+    "2.2250738585072014e-308",
+    "4.9406564584124654e-324",
+    "2.4703282292062327e-324",  # just under half the smallest subnormal: 0
+    "2.4703282292062328e-324",  # just over: the smallest subnormal
+    "1.7976931348623157e308",
+    "1.7976931348623158e308",  # rounds to DBL_MAX
+    "1.7976931348623159e308",  # past the midpoint to 2**1024: out of range
+    "179769313486231580793728971405301e276",
+    "1.00000000000000011102230246251565404236316680908203125",  # exactly 1 + 2**-53: ties to 1.0
+    "1.00000000000000011102230246251565404236316680908203124",
+    "1.00000000000000011102230246251565404236316680908203126",
+    "9999999999999999999e-343",
+    "9999999999999999999e290",
+    "1e-400",
+    "1e400",
+    "18446744073709551615",
+    "-0.000000000000000000000000000000000000000000001234567890123456789",
+]
+
+
+@example(texts=HARD_NUMBERS)
+@settings(max_examples=300)
+@given(
+    texts=st.lists(
+        st.one_of(finite_doubles.map(repr), long_digit_texts(), near_halfway_texts(), exact_tie_texts()),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_decimal_to_double_is_correctly_rounded(backend, texts):
+    assert_numbers_exact(backend, texts)
+
+
+def test_decimal_to_double_on_a_large_seeded_sample(both_backends):
+    """Many more numbers than hypothesis draws, in one batch, against float() (compiled twin)."""
+    rng = random.Random(20240611)
+    texts = []
+    for _ in range(40_000):
+        bits = rng.getrandbits(64)
+        x = struct.unpack("<d", struct.pack("<Q", bits))[0]
+        if math.isfinite(x):
+            texts.append(repr(x))
+        texts.append(repr(rng.random()))
+        count = rng.randint(16, 21)
+        texts.append(f"{rng.randrange(10 ** (count - 1), 10**count)}e{rng.randint(-345, 310) - count + 1}")
+        mid = midpoint_above(abs(x) if math.isfinite(x) else rng.random())
+        texts.append(number_text(significant(mid, rng.randint(16, 19), decimal.ROUND_DOWN), "e", bits & 1))
+    assert_numbers_exact(both_backends[0], texts)

@@ -6,11 +6,14 @@ program nodes, the errors and their offsets; both twins give the same bytes and 
 descent parser over every payload with the GIL released, writing Avro bytes into one malloc'd
 buffer that grows geometrically and is handed to numpy without a copy.
 
-Numbers -> double: a number with at most 15 significant digits and a decimal exponent that keeps
-both factors exact (``|e| <= 22``, or up to ``22 + 15 - digits`` upwards) is one IEEE multiplication
-or division of two exact doubles, hence correctly rounded (Clinger's fast path). Every other number
-takes the GIL briefly and goes through Python's ``float()`` of its text (David Gay's correctly
-rounded strtod, the pure twin's reference), so the twins agree bit for bit.
+Numbers -> double, correctly rounded, in three tiers. A number with at most 15 significant digits
+and a decimal exponent that keeps both factors exact (``|e| <= 22``, or up to ``22 + 15 - digits``
+upwards) is one IEEE multiplication or division of two exact doubles (Clinger's fast path). Any other
+number with at most 19 significant digits goes through the Eisel-Lemire algorithm (csrc/pc_json_float.h,
+with a table of 128-bit powers of five computed here from Python integers at import), which decides
+the rounding from a truncated 128-bit product in nearly every case. Numbers with more digits, and the
+rare products it cannot decide, take the GIL briefly and go through Python's ``float()`` of their
+text (David Gay's correctly rounded strtod, the pure twin's reference), so the twins agree bit for bit.
 
 Bounds: every read of a payload byte is preceded by a check against the payload's length ``c.n``,
 and every write by a ``reserve`` of the output buffer, which is why bounds checking is off.
@@ -27,6 +30,13 @@ import numpy as np
 
 from . cimport defs
 from .defs cimport pc_error
+
+cdef extern from "pc_json_float.h":
+    enum:
+        PC_POW5_MIN_Q
+        PC_POW5_MAX_Q
+        PC_POW5_COUNT
+    bint pc_eisel_lemire(uint64_t w, int64_t q, const uint64_t *pow5, uint64_t *bits) noexcept nogil
 
 __all__ = ["Program", "transcode"]
 
@@ -67,6 +77,7 @@ cdef uint8_t HEXVAL[256]      # 255 = not a hex digit
 cdef int8_t B64VAL[256]       # -1 = not in the base64 alphabet
 cdef uint8_t PLAIN[256]       # 1 = a string byte that needs no attention (printable ASCII but " and \)
 cdef double POW10[23]
+cdef uint64_t POW5_128[2 * PC_POW5_COUNT]  # (high, low) words of each power of five, see below
 cdef uint8_t ESCAPED[256]     # what a one-letter escape stands for
 cdef int DAYS_IN_MONTH[16]      # by month, 1-12 (16: the index is masked)
 
@@ -104,6 +115,34 @@ cdef void _init_tables():
     POW10[0] = 1.0
     for i in range(1, 23):
         POW10[i] = POW10[i - 1] * 10.0
+    for i, entry in enumerate(_powers_of_five_128()):
+        POW5_128[2 * i] = entry >> 64
+        POW5_128[2 * i + 1] = entry & 0xFFFFFFFFFFFFFFFF
+
+
+def _powers_of_five_128():
+    """The Eisel-Lemire table, as 128-bit integers, for q = PC_POW5_MIN_Q .. PC_POW5_MAX_Q.
+
+    q >= 0: 5**q scaled by a power of two so that its top bit is bit 127, truncated (exact for
+    q <= 55). q < 0: 2**b // 5**-q + 1, an upper approximation of the reciprocal, with b chosen so
+    that the value has 128 bits (q >= -27: exactly; below, from a wider quotient, truncated).
+    """
+    table = []
+    for q in range(PC_POW5_MIN_Q, 0):
+        power = 5**-q
+        z = power.bit_length()  # ceil(log2(5**-q)): a power of five above 1 is no power of two
+        if q >= -27:
+            entry = (1 << (z + 127)) // power + 1
+        else:
+            entry = (1 << (2 * z + 128)) // power + 1
+            entry >>= max(entry.bit_length() - 128, 0)
+        table.append(entry)
+    for q in range(0, PC_POW5_MAX_Q + 1):
+        power = 5**q
+        shift = power.bit_length() - 128
+        table.append(power >> shift if shift > 0 else power << -shift)
+    assert len(table) == PC_POW5_COUNT and all(e.bit_length() == 128 for e in table)
+    return table
 
 
 _init_tables()
@@ -373,9 +412,22 @@ cdef double to_double(const uint8_t *s, int64_t pos, int64_t end) noexcept nogil
             x = x * POW10[d.scale - 22]  # still an exact integer below 10**15
             x *= POW10[22]
         else:
-            return slow_double(s, pos, end)
+            return eisel_lemire_or_slow(s, pos, end, &d)
         return -x if d.negative else x
+    if d.digits <= 19:
+        return eisel_lemire_or_slow(s, pos, end, &d)
     return slow_double(s, pos, end)
+
+
+cdef inline double eisel_lemire_or_slow(const uint8_t *s, int64_t pos, int64_t end, const jdecimal *d) noexcept nogil:
+    """``mantissa * 10**scale`` of an exact (<= 19 digit) decimal by Eisel-Lemire, else by ``float()``."""
+    cdef uint64_t bits
+    cdef double x
+    if not pc_eisel_lemire(d.mantissa, d.scale, POW5_128, &bits):
+        return slow_double(s, pos, end)
+    bits |= (<uint64_t> d.negative) << 63
+    memcpy(&x, &bits, 8)
+    return x
 
 
 cdef inline int utf8_length(const uint8_t *s, int64_t pos, int64_t n) noexcept nogil:
