@@ -252,11 +252,12 @@ def test_keyvalue_columns_inline(backend):
 
 
 def test_package_names_resolve_to_their_modules():
-    from pulsar_codec.pulsar import client, reader, schema_info
+    from pulsar_codec.pulsar import client, reader, schema_info, topic
 
     homes = {
         client: ["ExternalSchema", "ExternalSchemaAdapter", "KeyValue", "KeyValueSchema", "send_keyvalue"],
         reader: ["MESSAGE_SCHEMA", "dump_to_parquet", "keyvalue_columns", "read_batches"],
+        topic: ["TopicDecoder", "read_decoded"],
         schema_info: ["SchemaType", "SchemaInfo", "EncodeData"],
         keyvalue: ["KeyValueEncodingType"],
     }

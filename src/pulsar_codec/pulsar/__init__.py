@@ -8,6 +8,8 @@ module                                     what it holds
 ``pulsar_codec.pulsar.external``           PIP-420 external schemas (no Pulsar client needed)
 ``pulsar_codec.pulsar.client``             KeyValueSchema, send_keyvalue, ExternalSchemaAdapter
 ``pulsar_codec.pulsar.reader``             read_batches, dump_to_parquet, keyvalue_columns
+``pulsar_codec.pulsar.topic``              TopicDecoder, read_decoded (AVRO, JSON and external
+                                           schema topics into Arrow)
 =========================================  ====================================================
 
 The names below are imported from their module on first use, so ``import pulsar_codec.pulsar``
@@ -31,6 +33,8 @@ _LAZY_NAMES: dict[str, str] = {
     "dump_to_parquet": ".reader",
     "keyvalue_columns": ".reader",
     "read_batches": ".reader",
+    "TopicDecoder": ".topic",
+    "read_decoded": ".topic",
     "KeyValueEncodingType": "pulsar_codec.keyvalue",
     "SchemaType": ".schema_info",
     "SchemaInfo": ".schema_info",
