@@ -347,8 +347,11 @@ def test_canonical_form_keeps_what_changes_meaning(other):
 def test_canonical_form_other_types():
     # JSON Schema keeps its key order (property order is column and encoding order), compacted
     assert compat.canonical_form('{"b": 1, "a": [1, 2]}', "JSON") == '{"b":1,"a":[1,2]}'
-    assert compat.canonical_form('  syntax = "proto3";\n', "PROTOBUF") == 'syntax = "proto3";'
-    assert compat.fingerprint("{}", "JSON") != compat.fingerprint("{}", "PROTOBUF")
+    assert compat.canonical_form('  syntax = "proto3";\n', "THRIFT") == 'syntax = "proto3";'  # no rules: stripped
+    assert compat.fingerprint("{}", "JSON") != compat.fingerprint("{}", "THRIFT")
+    # Protobuf: the compiled schema printed back, whatever the layout
+    spaced = 'syntax="proto3";  message A {int32 x=1;}'
+    assert compat.canonical_form(spaced, "PROTOBUF") == 'syntax = "proto3";\nmessage A {\n  int32 x = 1;\n}\n'
     with pytest.raises(SchemaError):
         compat.canonical_form("{", "JSON")
 
@@ -940,22 +943,24 @@ def test_shared_parser_errors_reach_the_checks():
 def test_rules_are_found_per_schema_type():
     from pulsar_codec.formats.avro import compat as avro_rules
     from pulsar_codec.formats.json import compat as json_rules
+    from pulsar_codec.formats.protobuf import compat as protobuf_rules
 
     assert compat.rules_for("AVRO") is avro_rules
     assert compat.rules_for("avro") is avro_rules
     assert compat.rules_for("JSON") is json_rules
-    for without_rules in ("PROTOBUF", "KEY_VALUE", "../avro", ""):
+    assert compat.rules_for("PROTOBUF") is protobuf_rules
+    for without_rules in ("THRIFT", "KEY_VALUE", "../avro", ""):
         assert compat.rules_for(without_rules) is None
-    with pytest.raises(SchemaError, match="no compatibility rules for PROTOBUF"):
-        check("{}", "{}", schema_type="PROTOBUF")
+    with pytest.raises(SchemaError, match="no compatibility rules for THRIFT"):
+        check("{}", "{}", schema_type="THRIFT")
 
 
 def test_strategy_over_a_format_without_rules_checks_only_the_level():
     old, new = 'syntax = "proto3"; message A {}', 'syntax = "proto3"; message B {}'
     for strategy in Strategy:
         expected = not strategy.never_compatible
-        assert bool(check_strategy(new, [old], strategy, schema_type="PROTOBUF")) is expected
-    assert check_strategy("not even JSON", [], "BACKWARD", schema_type="PROTOBUF")
+        assert bool(check_strategy(new, [old], strategy, schema_type="THRIFT")) is expected
+    assert check_strategy("not even JSON", [], "BACKWARD", schema_type="THRIFT")
 
 
 def test_strategy_is_a_str_enum():

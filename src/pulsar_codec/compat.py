@@ -13,7 +13,9 @@ Three layers:
 * :func:`check_producer` and :func:`check_consumer` follow Pulsar's broker (PIP-44): a producer
   whose schema is already registered is accepted as is, a consumer is checked with ``BACKWARD``
   against the latest version for the non-transitive levels; ``EXTERNAL`` schemas (PIP-420) are only
-  compatible with ``EXTERNAL`` ones and ``KEY_VALUE`` schemas are checked key and value apart.
+  compatible with ``EXTERNAL`` ones and ``KEY_VALUE`` schemas are checked key and value apart;
+  ``PROTOBUF_NATIVE`` schemas only keep their root message (Pulsar's check, kept by the Protobuf
+  rules module).
 
 Avro schemas are accepted as JSON text, ``bytes``, dicts, lists (unions), parsed
 :mod:`pulsar_codec.formats.avro.schema` nodes or the result of :func:`parse`. Malformed schemas raise
@@ -435,7 +437,19 @@ def _check_typed(old: _Typed, new: _Typed, strategy: Strategy, label: str, skip_
             return CompatibilityResult.fail("INVALID_SCHEMA", f"{label}: {exc}")
     if new.type == "JSON":
         return _check_json(old, new, strategy, label)
+    if new.type == "PROTOBUF_NATIVE":
+        return _check_protobuf_native(old, new, label)
     return COMPATIBLE  # primitives and types without a content checker (Pulsar's DEFAULT check)
+
+
+def _check_protobuf_native(old: _Typed, new: _Typed, label: str) -> CompatibilityResult:
+    # Pulsar's broker only refuses a changed root message, whatever the direction: the rules
+    # module of the Protobuf format holds that check
+    native = getattr(_rules("PROTOBUF"), "check_pulsar_native", None)
+    if native is None:
+        return COMPATIBLE
+    result: CompatibilityResult = native(old.data, new.data)
+    return result.relabel(label)
 
 
 def _check_json(old: _Typed, new: _Typed, strategy: Strategy, label: str) -> CompatibilityResult:
