@@ -34,6 +34,10 @@ convention="java", error_column="keyvalue_error")``
     A struct column into framed Avro messages; the schema is registered on the driver.
 ``spark_schema(reader_schema)``
     The Spark ``StructType`` that ``decode`` produces for a reader schema.
+``register(spark)``
+    Registers ``format("pulsar")``: read topics (``spark.read`` / ``spark.readStream``, decoded on
+    the executors) and write them (``df.write`` / ``df.writeStream``); see :mod:`.pulsar_source`
+    and :mod:`.pulsar_sink`.
 ``session(master="local[2]", app_name="pulsar-codec", **conf)``
     A SparkSession with safe local defaults.
 ``executor_stats(spark)``
@@ -109,7 +113,10 @@ Modules
 -------
 :mod:`.types` (Arrow -> Spark types and converters), :mod:`.decode` (the decode job),
 :mod:`.keyvalue` (KeyValue split and decode), :mod:`.encode` (the encode job), :mod:`.executor`
-(what an executor process keeps: decoders, backend, stats), :mod:`.session`.
+(what an executor process keeps: decoders, backend, stats), :mod:`.session`, and the
+``format("pulsar")`` data source: :mod:`.pulsar_source` (reading), :mod:`.pulsar_sink` (writing),
+:mod:`.pulsar_offsets` (message-id offsets, broker calls), :mod:`.pulsar_options`. ``register(spark)``
+registers it; ``PulsarDataSource`` is importable from here (it needs pyspark).
 
 Deprecated
 ----------
@@ -157,12 +164,24 @@ __all__ = [
     "decode_keyvalue",
     "encode",
     "executor_stats",
+    "register",
     "session",
     "spark_arrow_type",
     "spark_schema",
     "split_keyvalue",
     "to_spark_arrow",
 ]
+
+
+def register(spark: Any) -> None:
+    """Register ``format("pulsar")`` (:class:`~.pulsar_source.PulsarDataSource`) with a SparkSession.
+
+    The same as ``spark.dataSource.register(PulsarDataSource)``; needs ``pulsar-client`` (the
+    ``pulsar`` extra) on the driver and the executors.
+    """
+    from .pulsar_source import PulsarDataSource
+
+    spark.dataSource.register(PulsarDataSource)
 
 
 def _registry_spec(registry: Any) -> Any:
@@ -188,4 +207,8 @@ def __getattr__(name: str) -> Any:
         return RegistryConfig
     if name == "registry_spec":
         return _registry_spec
+    if name == "PulsarDataSource":  # imported on first use: it needs pyspark at import time
+        from .pulsar_source import PulsarDataSource
+
+        return PulsarDataSource
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

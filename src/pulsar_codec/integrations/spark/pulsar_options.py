@@ -1,0 +1,240 @@
+"""Options of ``format("pulsar")``: topics, offsets, the registry, and the reader schema on the driver.
+
+Spark hands a data source its options as strings; this module turns them into values once, on the
+driver, so a malformed option fails the query before any task runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import SchemaError, SchemaNotFoundError
+from ...registry import RegistryConfig
+from .pulsar_offsets import EARLIEST, LATEST, decode_offset, split_partition
+
+__all__ = [
+    "OffsetSpec",
+    "ReaderSetup",
+    "flag",
+    "full_topic",
+    "positive_int",
+    "registry_config",
+    "required",
+    "resolve_reader",
+    "topic_list",
+]
+
+
+def required(options: Mapping[str, str], name: str) -> str:
+    """The value of a required option."""
+    value = options.get(name)
+    if value is None or not str(value).strip():
+        raise ValueError(f'format("pulsar") needs the option {name!r}')
+    return str(value).strip()
+
+
+def flag(options: Mapping[str, str], name: str, default: bool) -> bool:
+    """A boolean option (``true`` / ``false``, any case)."""
+    value = options.get(name)
+    if value is None:
+        return default
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValueError(f"option {name!r} must be true or false, got {value!r}")
+
+
+def positive_int(options: Mapping[str, str], name: str, default: int | None) -> int | None:
+    """A positive integer option."""
+    value = options.get(name)
+    if value is None:
+        return default
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise ValueError(f"option {name!r} must be a positive integer, got {value!r}")
+    return number
+
+
+def full_topic(name: str) -> str:
+    """The full name of a topic: ``orders`` and ``public/default/orders`` are
+    ``persistent://public/default/orders``."""
+    name = name.strip()
+    if "://" in name:
+        return name
+    parts = name.split("/")
+    if len(parts) == 1 and parts[0]:
+        return f"persistent://public/default/{name}"
+    if len(parts) == 3 and all(parts):
+        return f"persistent://{name}"
+    raise ValueError(f"not a topic name: {name!r} (give 'topic', 'tenant/namespace/topic' or a full name)")
+
+
+def topic_list(options: Mapping[str, str]) -> tuple[str, ...]:
+    """The topics of the ``topics`` option, in full names, in the given order."""
+    if options.get("topics_pattern"):
+        # the Python client lists no namespace (no GetTopicsOfNamespace, no admin API), so a pattern
+        # cannot be expanded into topic-partitions on the driver
+        raise ValueError(
+            "topics_pattern is not supported: pulsar-client for Python cannot list the topics of a "
+            "namespace; name the topics with the 'topics' option"
+        )
+    names = [full_topic(t) for t in required(options, "topics").split(",") if t.strip()]
+    if not names:
+        raise ValueError("option 'topics' names no topic")
+    return tuple(dict.fromkeys(names))
+
+
+def registry_config(options: Mapping[str, str]) -> RegistryConfig | None:
+    """The registry of the ``registry`` option (an ``http(s)://`` URL or the path of an embedded
+    registry's file), with ``registry_auth`` (``user:password``) or ``registry_token``."""
+    where = options.get("registry")
+    if not where:
+        return None
+    auth = options.get("registry_auth")
+    pair: tuple[str, str] | None = None
+    if auth:
+        user, sep, password = str(auth).partition(":")
+        if not sep:
+            raise ValueError("option 'registry_auth' must be 'user:password'")
+        pair = (user, password)
+    token = options.get("registry_token") or None
+    location = str(where).strip()
+    if location.lower().startswith(("http://", "https://")):
+        config = RegistryConfig(url=location, auth=pair, token=token)
+    else:
+        config = RegistryConfig(path=location, auth=pair, token=token)
+    if config.is_memory:
+        raise ValueError("registry ':memory:' exists only in one process; give a registry file or URL")
+    return config
+
+
+@dataclass(frozen=True)
+class OffsetSpec:
+    """``starting_offsets`` / ``ending_offsets``: ``earliest``, ``latest``, or per topic-partition.
+
+    ``per_topic`` maps a partition's topic name, or a topic's (for all its partitions), to
+    ``earliest``, ``latest`` or a message id offset; a partition it does not name takes ``default``.
+    """
+
+    default: str
+    per_topic: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str | None, default: str, name: str) -> OffsetSpec:
+        """Read an offsets option; a JSON object of message ids per topic-partition, or a word."""
+        if text is None or not str(text).strip():
+            return cls(default)
+        text = str(text).strip()
+        if text in (EARLIEST, LATEST):
+            return cls(text)
+        try:
+            found = json.loads(text)
+        except json.JSONDecodeError:
+            found = None
+        if not isinstance(found, dict):
+            raise ValueError(
+                f"option {name!r} must be 'earliest', 'latest' or a JSON object of message ids per "
+                f"topic-partition, got {text!r}"
+            )
+        pairs = []
+        for topic, value in found.items():
+            if not isinstance(value, str):
+                raise ValueError(f"option {name!r}: the offset of {topic!r} must be a string, got {value!r}")
+            if value not in (EARLIEST, LATEST):
+                decode_offset(value)  # fails here, on the driver, for a malformed id
+            pairs.append((full_topic(topic), value))
+        return cls(default, tuple(pairs))
+
+    def for_partition(self, partition_topic: str) -> str:
+        """The offset word or id of one partition."""
+        given = dict(self.per_topic)
+        if partition_topic in given:
+            return given[partition_topic]
+        return given.get(split_partition(partition_topic)[0], self.default)
+
+
+@dataclass(frozen=True)
+class ReaderSetup:
+    """What the driver found in the registry for the ``value`` column.
+
+    Attributes
+    ----------
+    reader_schema : str
+        The schema text every message is read as (its fields are the ``value`` struct's).
+    format : str or None
+        The payload format (the registry's ``schemaType`` of the subject, or the ``format`` option).
+    shipped : dict of id -> RegisteredSchema
+        Every version of the subject, shipped to the executors with the job.
+    subject : str or None
+        The subject the reader schema came from.
+    """
+
+    reader_schema: str
+    format: str | None
+    shipped: dict[int, Any]
+    subject: str | None
+
+
+def _default_subject(topics: tuple[str, ...], part: str) -> str:
+    if len(topics) != 1:
+        options = (
+            "'subject', 'reader_subject' or 'reader_schema'"
+            if part == "value"
+            else "'key_subject' or 'key_reader_schema'"
+        )
+        raise SchemaError(f"several topics: name the schema of the {part} column with the {options} option")
+    return split_partition(topics[0])[0].rsplit("/", 1)[-1] + f"-{part}"
+
+
+def resolve_reader(
+    options: Mapping[str, str], config: RegistryConfig, topics: tuple[str, ...], part: str = "value"
+) -> ReaderSetup:
+    """The reader schema of the ``value`` column (or, ``part="key"``, of a KeyValue topic's ``key``),
+    resolved on the driver.
+
+    For the value, ``reader_schema`` (schema text) wins; else the newest version of
+    ``reader_subject``, of ``subject``, or of ``<topic>-value`` (the topic's local name, for a
+    single topic). For the key: ``key_reader_schema``, else ``key_subject`` or ``<topic>-key``.
+    Every version of that subject is shipped with the job, so the executors ask the registry only
+    for ids registered later.
+    """
+    if part == "value":
+        given = options.get("reader_schema")
+        subject = options.get("reader_subject") or options.get("subject")
+        fmt = options.get("format") or None
+    else:
+        given = options.get("key_reader_schema")
+        subject = options.get("key_subject")
+        fmt = options.get("key_format") or options.get("format") or None
+    if not given and not subject:
+        subject = _default_subject(topics, part)
+    shipped: dict[int, Any] = {}
+    client = config.build(create=False)
+    try:
+        if subject:
+            try:
+                versions = client.list_versions(subject)
+            except SchemaNotFoundError:
+                if not given:
+                    raise SchemaError(
+                        f"the registry has no subject {subject!r}: register the {part} schema there, or name it "
+                        "with an option (see the data source's options)"
+                    ) from None
+                versions = []
+            for version in versions:
+                found = client.get_version(subject, version)
+                shipped[int(found.id)] = found
+        if given:
+            return ReaderSetup(str(given), fmt, shipped, subject)
+        newest = shipped[max(shipped, key=lambda k: shipped[k].version or 0)]
+        return ReaderSetup(newest.schema, fmt or newest.schema_type, shipped, subject)
+    finally:
+        client.close()

@@ -1,0 +1,166 @@
+"""Raw Pulsar messages into the ``format("pulsar")`` source's columns, on an executor.
+
+A batch of :data:`pulsar_codec.pulsar.MESSAGE_SCHEMA` rows becomes ``key``, ``value``,
+``decode_error`` and ``schema_id``; the message metadata columns pass through. Decoding runs
+through the decode job of :func:`pulsar_codec.spark.decode` with the process's shared
+:class:`~pulsar_codec.pipeline.MessageDecoder`, so bad messages become error rows the same way.
+
+KeyValue topics
+---------------
+INLINE payloads (``i32 len || key || i32 len || value``) are split; SEPARATED messages carry the
+value as the payload and the key in the partition key, as Base64 text (Java producers,
+:func:`pulsar_codec.pulsar.send_keyvalue`) or as text (``key_encoding=raw``, the C++ client).
+Both parts are decoded, each with its own reader schema. ``decode_error`` holds the first error
+of the message: splitting it, then its key, then its value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ... import keyvalue, wire
+from ...errors import DecodeError, KeyValueFormatError
+from ...pipeline import MessageDecoder
+from .batches import RowError, error_array, local_text, walk_bad_rows
+from .decode import DecodeJob
+from .executor import count_batch, shared_decoder
+from .keyvalue import SplitJob
+from .types import ERROR_TYPE, reader_struct
+
+__all__ = ["PartDecoder", "RowMaker", "prefix_ids", "separated_keys"]
+
+
+def prefix_ids(payloads: Any, protocol: wire.Protocol) -> pa.Array:
+    """The integer schema id in each payload's wire prefix (int64; null for a null payload, a
+    malformed prefix, a GUID, or a Hortonworks ``(metadata id, version)`` pair)."""
+    n = len(payloads)
+    if protocol.guid:
+        return pa.nulls(n, pa.int64())
+    parts: list[pa.Array] = []
+
+    def ids_of(piece: Any) -> pa.Array:
+        ids = wire.unframe(piece, protocol).schema_ids
+        found: pa.Array = ids.field("version_id") if pa.types.is_struct(ids.type) else ids
+        return found.cast(pa.int64())
+
+    def attempt(lo: int, hi: int) -> int | None:
+        piece = payloads.slice(lo, hi - lo)
+        try:
+            parts.append(ids_of(piece))
+            return None
+        except DecodeError as exc:
+            bad = exc.index or 0
+            if bad:
+                parts.append(ids_of(piece.slice(0, bad)))
+            parts.append(pa.nulls(1, pa.int64()))
+            return bad
+
+    walk_bad_rows(n, attempt)
+    return pa.concat_arrays(parts) if parts else pa.array([], pa.int64())
+
+
+def separated_keys(partition_keys: Any, base64: bool) -> tuple[pa.Array, pa.Array]:
+    """The key bytes of SEPARATED KeyValue messages from their partition keys, and an error column
+    (``ERROR_TYPE``) with the rows whose key is not Base64."""
+    n = len(partition_keys)
+    if not base64:
+        return partition_keys.cast(pa.binary()), pa.nulls(n, ERROR_TYPE)
+    keys: list[pa.Array] = []
+    errors: list[RowError] = []
+
+    def attempt(lo: int, hi: int) -> int | None:
+        piece = partition_keys.slice(lo, hi - lo)
+        try:
+            keys.append(keyvalue.decode_partition_keys(piece, True))
+            return None
+        except KeyValueFormatError as exc:
+            bad = exc.index or 0
+            if bad:
+                keys.append(keyvalue.decode_partition_keys(piece.slice(0, bad), True))
+            keys.append(pa.nulls(1, pa.binary()))
+            errors.append((lo + bad, int(exc.code), int(exc.offset or 0), local_text(str(exc))))
+            return bad
+
+    walk_bad_rows(n, attempt)
+    return (pa.concat_arrays(keys) if keys else pa.array([], pa.binary())), error_array(n, errors)
+
+
+class PartDecoder:
+    """Decodes one binary column (a value, or a KeyValue key) into a struct column and an error column."""
+
+    def __init__(self, decoder: MessageDecoder, cache_key: Hashable, backend: str) -> None:
+        self.decoder = shared_decoder(cache_key, decoder, decoder.registry)
+        self.job = DecodeJob(self.decoder, cache_key, "payload", None, "value", "decode_error", backend)
+        struct_type, self.converters = reader_struct(self.decoder.arrow_schema)
+        self.fields = list(struct_type)
+
+    def decode(self, payloads: Any) -> tuple[pa.Array, pa.Array]:
+        """``(struct, errors)`` of a binary column; null payloads give a null struct and no error."""
+        count_batch()
+        batch = pa.RecordBatch.from_arrays([payloads], ["payload"])
+        out = self.job.decode_batch(batch, self.decoder, self.fields, self.converters)
+        return out.column("value"), out.column("decode_error")
+
+
+class RowMaker:
+    """The ``key``, ``value``, ``decode_error`` and ``schema_id`` columns of raw message batches.
+
+    Parameters
+    ----------
+    protocol : wire.Protocol
+        The prefix ``schema_id`` is read from.
+    value, key : PartDecoder or None
+        The value's decoder (None: raw bytes) and a KeyValue key's.
+    keyvalue : {"INLINE", "SEPARATED"} or None
+    key_encoding : {"base64", "raw"}
+        How SEPARATED keys are written in the partition key.
+    backend : str
+    """
+
+    def __init__(
+        self,
+        protocol: wire.Protocol,
+        value: PartDecoder | None,
+        key: PartDecoder | None,
+        keyvalue: str | None,
+        key_encoding: str,
+        backend: str,
+    ) -> None:
+        self.protocol = protocol
+        self.value = value
+        self.key = key
+        self.keyvalue = keyvalue
+        self.key_encoding = key_encoding
+        self.backend = backend
+
+    def columns(self, raw: pa.RecordBatch) -> dict[str, pa.Array]:
+        """The columns this module makes for one raw batch (``decode_error`` only when decoding)."""
+        payloads = raw.column("payload")
+        split_errors = None
+        if self.keyvalue is None:
+            keys: pa.Array = raw.column("key")
+            values = payloads
+        elif self.keyvalue == "INLINE":
+            job = SplitJob("payload", "kv_key", "kv_value", keyvalue.JAVA, "kv_error", self.backend)
+            split = job.split_batch(pa.RecordBatch.from_arrays([payloads], ["payload"]))
+            keys, values, split_errors = split.column("kv_key"), split.column("kv_value"), split.column("kv_error")
+        else:
+            keys, split_errors = separated_keys(raw.column("key"), self.key_encoding == "base64")
+            values = payloads
+        out: dict[str, pa.Array] = {"key": keys, "value": values}
+        if self.value is None and split_errors is not None:  # raw KeyValue parts: only splitting can fail
+            out["decode_error"] = split_errors
+        if self.value is not None:
+            errors = [] if split_errors is None else [split_errors]
+            if self.key is not None:
+                out["key"], key_errors = self.key.decode(keys)
+                errors.append(key_errors)
+            out["value"], value_errors = self.value.decode(values)
+            errors.append(value_errors)
+            out["decode_error"] = errors[0] if len(errors) == 1 else pc.coalesce(*errors)
+        out["schema_id"] = prefix_ids(values, self.protocol)
+        return out

@@ -1,0 +1,500 @@
+"""``spark.read.format("pulsar")`` and ``spark.readStream.format("pulsar")``: a Python data source.
+
+The driver resolves the topics' partitions, the offsets and the reader schemas; each
+topic-partition of a batch (or micro-batch) is one input partition, read on an executor with
+pulsar-client's ``Reader`` between two message ids and decoded there with the process's shared
+:class:`~pulsar_codec.pipeline.MessageDecoder` into Arrow batches. Offsets, their order and the
+broker calls behind them are in :mod:`.pulsar_offsets`; rows in :mod:`.pulsar_rows`.
+
+Options
+-------
+``service_url``
+    ``pulsar://host:6650`` (required).
+``topics``
+    Comma list of topics (``orders``, ``tenant/ns/orders`` or full names), required.
+    ``topics_pattern`` is refused: the Python client cannot list a namespace's topics.
+``starting_offsets``
+    ``earliest`` (default), ``latest``, or a JSON object mapping a topic-partition (or a topic,
+    for all its partitions) to ``earliest``, ``latest`` or a message id offset; a range starts
+    *after* that message. Unnamed partitions start at ``earliest``.
+``ending_offsets``
+    Batch only: ``latest`` (default: the broker's last ids when the query is planned) or a JSON
+    object as above; a range ends *with* that message.
+``registry``, ``registry_auth``, ``registry_token``
+    An ``http(s)://`` registry URL or an embedded registry's file; ``user:password`` or a bearer
+    token. The executors rebuild the client from this config for ids the driver did not ship.
+``decode``
+    ``true`` (default): ``value`` is the decoded struct, with ``decode_error``; ``false``: raw bytes.
+``reader_schema``, ``reader_subject``, ``subject``, ``format``
+    The ``value`` struct: ``reader_schema`` (schema text), else the newest version of
+    ``reader_subject``, of ``subject``, or of ``<topic>-value`` (one topic's local name) when
+    Spark asks for the schema; every version of that subject is shipped to the executors. A
+    version registered while a stream runs is read with the schema the stream started with.
+``protocol``
+    The wire prefix (``CONFLUENT`` default; any :mod:`pulsar_codec.wire` protocol).
+``keyvalue``, ``key_encoding``, ``key_reader_schema``, ``key_subject``, ``key_format``
+    KeyValue topics: ``INLINE`` or ``SEPARATED`` (``key_encoding``: ``base64``, the default, as
+    Java writes the partition key, or ``raw``); ``key`` becomes the decoded key struct (newest
+    version of ``key_subject`` or ``<topic>-key``), or the key bytes with ``decode=false``.
+``max_records_per_trigger``
+    Streaming: at most this many entries per micro-batch, shared among the partitions (a
+    producer's batch is one entry; see :func:`.pulsar_offsets.plan_ends`).
+``timeout_ms``
+    Connecting, broker operations, and waiting for a message the broker reported (30 s).
+
+Columns
+-------
+``key`` (string: the partition key, null when absent; for KeyValue topics the key struct),
+``value`` (the decoded struct, null for a bad or null message; binary with ``decode=false``),
+``decode_error`` (``struct<code, offset, message>``, null for good rows; absent with
+``decode=false`` unless a KeyValue topic is split), ``topic`` (without ``-partition-N``),
+``partition`` (int, -1 for a topic that is not partitioned), ``message_id`` (binary,
+``MessageId.serialize()``), ``publish_time``, ``event_time`` (timestamps, null when the producer
+set none), ``properties`` (``map<string, string>``), ``schema_id`` (bigint: the id in the value's
+wire prefix, null when there is none or it is not an integer). The Python client cannot read
+``MessageMetadata.schema_id`` (PIP-420), so the id always comes from the prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+
+from ... import wire
+from ..._kernels import _backend
+from ...keyvalue import KeyValueEncodingType
+from ...pipeline import MessageDecoder
+from ...pulsar._sdk import check_key_encoding
+from .executor import ShippedSchemas, use_backend
+from .pulsar_offsets import (
+    EARLIEST,
+    LATEST,
+    decode_offset,
+    encode_offset,
+    last_message_id,
+    new_client,
+    plan_ends,
+    position,
+    read_range,
+    shared_client,
+    split_partition,
+)
+from .pulsar_options import (
+    OffsetSpec,
+    flag,
+    positive_int,
+    registry_config,
+    required,
+    resolve_reader,
+    topic_list,
+)
+from .pulsar_rows import PartDecoder, RowMaker
+from .types import ERROR_TYPE, reader_struct, spark_type
+
+__all__ = ["PulsarDataSource", "PulsarPartition", "SourcePlan"]
+
+DEFAULT_TIMEOUT_MS = 30_000
+BATCH_SIZE = 10_000  # messages per Arrow batch an executor yields
+
+
+@dataclass(frozen=True)
+class PulsarPartition(InputPartition):
+    """One topic-partition's range ``(start, end]`` of message id offsets (see :mod:`.pulsar_offsets`)."""
+
+    topic: str
+    start: str
+    end: str
+
+
+@dataclass(frozen=True)
+class ValueReader:
+    """A decoder fixed on the driver (reader schema, shipped schemas, registry config) and its cache key."""
+
+    decoder: MessageDecoder
+    cache_key: tuple[Any, ...]
+
+    @classmethod
+    def resolve(
+        cls, options: Mapping[str, str], config: Any, topics: tuple[str, ...], protocol: wire.Protocol, part: str
+    ) -> ValueReader:
+        setup = resolve_reader(options, config, topics, part)
+        decoder = MessageDecoder(
+            ShippedSchemas(setup.shipped, config),
+            protocol=protocol,
+            reader_schema=setup.reader_schema,
+            on_error="null",
+            format=setup.format,
+        )
+        return cls(decoder, ("pulsar-source", config, protocol.name, setup.format, setup.reader_schema))
+
+    def spark_type(self) -> Any:
+        """The Spark type of the decoded struct."""
+        target, _ = reader_struct(self.decoder.arrow_schema)
+        return spark_type(target)
+
+    def part(self, backend: str) -> PartDecoder:
+        """This executor process's decoder for it."""
+        return PartDecoder(self.decoder, self.cache_key, backend)
+
+
+@dataclass(frozen=True)
+class SourcePlan:
+    """Everything a read needs, settled on the driver and pickled to the executors.
+
+    Attributes
+    ----------
+    service_url, topics, starting, ending, timeout_ms, max_records
+        The options (topics in full names).
+    value, key : ValueReader or None
+        With ``decode=true``: the value's reader, and a KeyValue topic's key reader.
+    keyvalue : {"INLINE", "SEPARATED"} or None
+        The KeyValue encoding of the topics (option ``keyvalue``).
+    key_encoding : {"base64", "raw"}
+        How SEPARATED keys are written in the partition key (option ``key_encoding``).
+    protocol : str
+        The wire prefix the ``schema_id`` column is read from.
+    backend : str
+        The kernels the driver ran; the executors run the same.
+    """
+
+    service_url: str
+    topics: tuple[str, ...]
+    starting: OffsetSpec
+    ending: OffsetSpec
+    timeout_ms: int
+    max_records: int | None
+    value: ValueReader | None
+    key: ValueReader | None
+    keyvalue: str | None
+    key_encoding: str
+    protocol: str
+    backend: str = field(default_factory=lambda: _backend.active().name)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> SourcePlan:
+        """Read and check the options; with ``decode=true`` ask the registry for the reader schemas."""
+        topics = topic_list(options)
+        protocol = wire.protocol_by_name(options.get("protocol") or wire.CONFLUENT)
+        kv = options.get("keyvalue") or None
+        kv_encoding = KeyValueEncodingType.parse(kv).name if kv else None
+        key_encoding = check_key_encoding(options.get("key_encoding") or "base64")
+        value = key = None
+        if flag(options, "decode", True):
+            config = registry_config(options)
+            if config is None:
+                raise ValueError(
+                    'format("pulsar") decodes with a registry: give the option "registry" (or decode=false)'
+                )
+            value = ValueReader.resolve(options, config, topics, protocol, "value")
+            if kv_encoding is not None:
+                key = ValueReader.resolve(options, config, topics, protocol, "key")
+        return cls(
+            service_url=required(options, "service_url"),
+            topics=topics,
+            starting=OffsetSpec.parse(options.get("starting_offsets"), EARLIEST, "starting_offsets"),
+            ending=OffsetSpec.parse(options.get("ending_offsets"), LATEST, "ending_offsets"),
+            timeout_ms=positive_int(options, "timeout_ms", DEFAULT_TIMEOUT_MS) or DEFAULT_TIMEOUT_MS,
+            max_records=positive_int(options, "max_records_per_trigger", None),
+            value=value,
+            key=key,
+            keyvalue=kv_encoding,
+            key_encoding=key_encoding,
+            protocol=protocol.name,
+        )
+
+    def spark_schema(self) -> Any:
+        """The DataFrame's schema (see the module notes)."""
+        from pyspark.sql.types import (
+            BinaryType,
+            IntegerType,
+            LongType,
+            MapType,
+            StringType,
+            StructField,
+            StructType,
+            TimestampType,
+        )
+
+        if self.key is not None:
+            fields = [StructField("key", self.key.spark_type(), True)]
+        else:
+            fields = [StructField("key", StringType() if self.keyvalue is None else BinaryType(), True)]
+        fields.append(StructField("value", BinaryType() if self.value is None else self.value.spark_type(), True))
+        if self.value is not None or self.keyvalue is not None:
+            fields.append(StructField("decode_error", spark_type(ERROR_TYPE), True))
+        fields += [
+            StructField("topic", StringType(), True),
+            StructField("partition", IntegerType(), True),
+            StructField("message_id", BinaryType(), True),
+            StructField("publish_time", TimestampType(), True),
+            StructField("event_time", TimestampType(), True),
+            StructField("properties", MapType(StringType(), StringType(), True), True),
+            StructField("schema_id", LongType(), True),
+        ]
+        return StructType(fields)
+
+    # -- the driver's view of the topics --------------------------------------------------------
+
+    def partition_topics(self, client: Any) -> list[str]:
+        """Every topic-partition of the topics (a topic that is not partitioned is its own)."""
+        found: list[str] = []
+        for topic in self.topics:
+            partitions = [str(p) for p in client.get_topic_partitions(topic)]
+            if partitions != [topic]:
+                check_partition_addressing(client, partitions[0])
+            found += partitions
+        return found
+
+    def resolve(self, client: Any, spec: OffsetSpec, partition_topic: str) -> str:
+        """The offset ``spec`` gives one partition, ``latest`` asked of the broker now."""
+        word = spec.for_partition(partition_topic)
+        if word == LATEST:
+            return encode_offset(last_message_id(client, partition_topic))
+        return word
+
+    # -- the executors' part --------------------------------------------------------------------
+
+    def read(self, schema: Any, partition: Any) -> Iterator[pa.RecordBatch]:
+        """The rows of one input partition, as Arrow batches of exactly the DataFrame's Arrow schema."""
+        if not isinstance(partition, PulsarPartition):  # Spark's stand-in when there is nothing to read
+            return
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        target = to_arrow_schema(schema, timezone="UTC")
+        client = shared_client(self.service_url, self.timeout_ms)
+        topic, index = split_partition(partition.topic)
+        rows = RowMaker(
+            wire.protocol_by_name(self.protocol),
+            None if self.value is None else self.value.part(self.backend),
+            None if self.key is None else self.key.part(self.backend),
+            self.keyvalue,
+            self.key_encoding,
+            self.backend,
+        )
+        with use_backend(self.backend):
+            for raw in read_range(
+                client,
+                partition.topic,
+                partition.start,
+                partition.end,
+                batch_size=BATCH_SIZE,
+                timeout_ms=self.timeout_ms,
+            ):
+                n = raw.num_rows
+                columns = rows.columns(raw)
+                columns.update(
+                    topic=pa.array([topic] * n, pa.string()),
+                    partition=pa.array(np.full(n, index, dtype=np.int32)),
+                    message_id=raw.column("message_id"),
+                    publish_time=raw.column("publish_time"),
+                    event_time=raw.column("event_time"),
+                    properties=raw.column("properties"),
+                )
+                yield pa.RecordBatch.from_arrays([columns[f.name].cast(f.type) for f in target], schema=target)
+
+
+def check_partition_addressing(client: Any, partition_topic: str) -> None:
+    """Refuse a broker that takes a partition's name for a new partitioned topic.
+
+    Each partition is read by a reader of its own (``<topic>-partition-<n>``), which Pulsar
+    brokers answer as a plain topic. pulsar-lite started with ``default_partitions`` answers with
+    partitions of that name instead, and the C++ client can abort the process on such a reader.
+    """
+    inner = [str(p) for p in client.get_topic_partitions(partition_topic)]
+    if inner != [partition_topic]:
+        raise ValueError(
+            f"the broker reports {partition_topic} as a partitioned topic of its own ({len(inner)} partitions), so "
+            "single partitions cannot be read (pulsar-lite with default_partitions does this); read "
+            "non-partitioned topics from this broker"
+        )
+
+
+# -- batch ------------------------------------------------------------------------------------------
+
+
+class PulsarBatchReader(DataSourceReader):
+    """``spark.read``: one input partition per topic-partition with messages in its range."""
+
+    def __init__(self, plan: SourcePlan, schema: Any) -> None:
+        self.plan = plan
+        self.schema = schema
+
+    def partitions(self) -> list[PulsarPartition]:
+        """The ranges ``(starting_offsets, ending_offsets]`` of every topic-partition, ``latest``
+        taken from the broker now."""
+        plan = self.plan
+        client = new_client(plan.service_url, plan.timeout_ms)
+        try:
+            found = []
+            for topic in plan.partition_topics(client):
+                start = plan.resolve(client, plan.starting, topic)
+                end = plan.resolve(client, plan.ending, topic)
+                if end != EARLIEST and position(decode_offset(end)) > position(decode_offset(start)):
+                    found.append(PulsarPartition(topic, start, end))
+            return found
+        finally:
+            client.close()
+
+    def read(self, partition: Any) -> Iterator[pa.RecordBatch]:
+        """Read and decode one topic-partition's range (on an executor)."""
+        return self.plan.read(self.schema, partition)
+
+
+# -- streaming --------------------------------------------------------------------------------------
+
+
+class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """``spark.readStream``: offsets are message ids per topic-partition (see :mod:`.pulsar_offsets`).
+
+    ``latestOffset`` asks the broker for each partition's last message id (no message is read for
+    it) and, under ``max_records_per_trigger``, ends each range that many entries on in all.
+    Ranges are fixed before a micro-batch runs and read between fixed ids, so a micro-batch run
+    again after a restart reads the same messages: with a checkpoint and an idempotent sink
+    (Parquet, Delta) every message arrives once. Nothing is acknowledged on the broker (readers
+    keep no subscription), so ``commit`` has nothing to do.
+    """
+
+    def __init__(self, plan: SourcePlan, schema: Any) -> None:
+        self.plan = plan
+        self.schema = schema
+        self._client: Any = None
+        self._target: dict[str, Any] | None = None  # availableNow: the last ids when the query began
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"plan": self.plan, "schema": self.schema}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["plan"], state["schema"])  # type: ignore[misc]
+
+    def _broker(self) -> Any:
+        if self._client is None:
+            self._client = new_client(self.plan.service_url, self.plan.timeout_ms)
+        return self._client
+
+    def initialOffset(self) -> dict[str, str]:
+        """``starting_offsets`` of every partition (``latest``: the broker's last id now)."""
+        client = self._broker()
+        return {t: self.plan.resolve(client, self.plan.starting, t) for t in sorted(self.plan.partition_topics(client))}
+
+    def _lasts(self) -> dict[str, Any]:
+        client = self._broker()
+        return {t: last_message_id(client, t) for t in sorted(self.plan.partition_topics(client))}
+
+    def getDefaultReadLimit(self) -> Any:
+        """``ReadMaxRows(max_records_per_trigger)`` when the option is set."""
+        if self.plan.max_records is None:
+            return ReadAllAvailable()
+        return ReadMaxRows(self.plan.max_records)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Remember every partition's last id: the query stops there (Trigger.AvailableNow)."""
+        self._target = self._lasts()
+
+    def latestOffset(self, start: dict[str, str], limit: Any) -> dict[str, str]:
+        """The end of the next micro-batch: each partition's last id, bounded by ``limit``."""
+        lasts = self._lasts()
+        if self._target is not None:  # availableNow: nothing later than the ids taken at the start
+            lasts = {
+                t: min(last, self._target.get(t, decode_offset(start.get(t, EARLIEST))), key=position)
+                for t, last in lasts.items()
+            }
+        starts = {t: decode_offset(start.get(t, EARLIEST)) for t in lasts}
+        max_entries = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        ends = plan_ends(self._broker(), starts, lasts, max_entries)
+        out = dict(start)
+        for topic in sorted(ends):
+            if position(ends[topic]) > position(starts[topic]):
+                out[topic] = encode_offset(ends[topic])
+        return dict(sorted(out.items()))
+
+    def reportLatestOffset(self) -> dict[str, str]:
+        """The broker's last id of every partition (shown in the query's progress)."""
+        return {t: encode_offset(i) for t, i in self._lasts().items()}
+
+    def partitions(self, start: dict[str, str], end: dict[str, str]) -> list[PulsarPartition]:
+        """One input partition per topic-partition whose range ``(start, end]`` holds messages."""
+        found = []
+        for topic in sorted(end):
+            first = start.get(topic, EARLIEST)
+            if position(decode_offset(end[topic])) > position(decode_offset(first)):
+                found.append(PulsarPartition(topic, first, end[topic]))
+        return found
+
+    def read(self, partition: Any) -> Iterator[pa.RecordBatch]:
+        """Read and decode one topic-partition's range (on an executor)."""
+        return self.plan.read(self.schema, partition)
+
+    def commit(self, end: dict[str, str]) -> None:
+        """Nothing to release: no subscription holds the messages (readers are not durable)."""
+
+    def stop(self) -> None:
+        """Close the driver's client."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+# -- the data source --------------------------------------------------------------------------------
+
+
+class PulsarDataSource(DataSource):
+    """``format("pulsar")``: read (batch and streaming) and write Pulsar topics.
+
+    Register it with :func:`pulsar_codec.spark.register` or
+    ``spark.dataSource.register(PulsarDataSource)``. Reading options and columns: see this
+    module's notes; writing options: :mod:`.pulsar_sink`.
+    """
+
+    def __init__(self, options: Any) -> None:
+        super().__init__(options)
+        self._plan: SourcePlan | None = None
+
+    @classmethod
+    def name(cls) -> str:
+        """The short name: ``format("pulsar")``."""
+        return "pulsar"
+
+    def _source(self) -> SourcePlan:
+        # settled once, when Spark asks for the schema on the driver; this instance is pickled
+        # after that, so every later step (and executor) reads with the same reader schema
+        if self._plan is None:
+            self._plan = SourcePlan.from_options(self.options)
+        return self._plan
+
+    def schema(self) -> Any:
+        """The DataFrame's schema, with the value struct of the reader schema from the registry."""
+        return self._source().spark_schema()
+
+    def reader(self, schema: Any) -> PulsarBatchReader:
+        """The batch reader."""
+        return PulsarBatchReader(self._source(), schema)
+
+    def streamReader(self, schema: Any) -> PulsarStreamReader:
+        """The streaming reader."""
+        plan = self._source()
+        if plan.ending.per_topic or plan.ending.default != LATEST:
+            raise ValueError("ending_offsets applies to batch reads; a stream has no end")
+        return PulsarStreamReader(plan, schema)
+
+    def writer(self, schema: Any, overwrite: bool) -> Any:
+        """The batch writer (see :mod:`.pulsar_sink`)."""
+        from .pulsar_sink import PulsarBatchWriter, SinkPlan
+
+        return PulsarBatchWriter(SinkPlan.from_options(self.options, schema, overwrite))
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> Any:
+        """The streaming writer (see :mod:`.pulsar_sink`)."""
+        from .pulsar_sink import PulsarStreamWriter, SinkPlan
+
+        return PulsarStreamWriter(SinkPlan.from_options(self.options, schema, overwrite))

@@ -1,0 +1,541 @@
+"""format("pulsar") on a real pulsar-lite broker, pulsar-client and a local Spark session.
+
+Payloads are written by fastavro (the oracle) behind a hand-made Confluent prefix; the broker's own
+message ids (from the producer) say which message is which.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import struct
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import fastavro
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pulsar", reason="pulsar-client is not installed (extra 'pulsar')")
+
+import _pulsar
+import pulsar
+from pyspark.errors import StreamingQueryException
+
+from pulsar_codec import spark as pcs
+from pulsar_codec.errors import ErrorCode, SchemaError
+from pulsar_codec.integrations.spark.pulsar_options import OffsetSpec, registry_config
+from pulsar_codec.integrations.spark.pulsar_sink import SinkPlan
+from pulsar_codec.integrations.spark.pulsar_source import PulsarDataSource, SourcePlan
+from pulsar_codec.registry import LocalRegistry
+
+pytest_plugins = ["spark_fixtures", "pulsar_fixtures"]
+pytestmark = pytest.mark.slow
+
+V1 = {
+    "type": "record",
+    "name": "User",
+    "namespace": "t",
+    "fields": [{"name": "id", "type": "long"}, {"name": "name", "type": "string"}],
+}
+V2 = {
+    "type": "record",
+    "name": "User",
+    "namespace": "t",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "name", "type": "string"},
+        {"name": "email", "type": ["null", "string"], "default": None},
+    ],
+}
+
+
+def framed(schema_id: int, schema: dict, record: dict) -> bytes:
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), record)
+    return b"\x00" + struct.pack(">I", schema_id) + out.getvalue()
+
+
+def local_name(topic: str) -> str:
+    return topic.rsplit("/", 1)[-1]
+
+
+def id_parts(message_id) -> tuple[int, int, int]:
+    return message_id.ledger_id(), message_id.entry_id(), message_id.batch_index()
+
+
+def offset_of(message_id) -> str:
+    return base64.b64encode(message_id.serialize()).decode()
+
+
+class Producer:
+    """Sends and remembers each message's id as the broker acknowledged it."""
+
+    def __init__(self, client, topic, batching):
+        self.producer = client.create_producer(topic, batching_enabled=batching, batching_max_publish_delay_ms=20)
+        self.ids: list = []
+        self._lock = threading.Lock()
+
+    def send_all(self, messages):
+        """``(payload, send kwargs)`` pairs, sent asynchronously and flushed; ids in sending order."""
+        slots: list = [None] * len(messages)
+
+        def callback_for(i):
+            def done(result, message_id):
+                assert result == pulsar.Result.Ok
+                slots[i] = message_id
+
+            return done
+
+        for i, (payload, kwargs) in enumerate(messages):
+            self.producer.send_async(payload, callback_for(i), **kwargs)
+        self.producer.flush()
+        deadline = time.monotonic() + 10
+        while any(s is None for s in slots) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.ids += slots
+        return slots
+
+    def close(self):
+        self.producer.close()
+
+
+@pytest.fixture(scope="module")
+def registered(spark):
+    pcs.register(spark)
+
+
+def reader(spark, broker, registry_path=None, **options):
+    r = spark.read.format("pulsar").option("service_url", broker.url)
+    if registry_path is not None:
+        r = r.option("registry", str(registry_path))
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load()
+
+
+def stream(spark, broker, registry_path, **options):
+    r = spark.readStream.format("pulsar").option("service_url", broker.url).option("registry", str(registry_path))
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load()
+
+
+# -- batch reads ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def users_topic(tmp_path_factory, pulsar_broker):
+    """A topic of batched v1 messages, then single messages: a bad prefix, an unknown id, a tombstone,
+    then v2 messages; its registry; what was sent."""
+    workdir = tmp_path_factory.mktemp("users")
+    topic = f"persistent://public/default/users-{uuid.uuid4().hex[:8]}"
+    reg = LocalRegistry(workdir / "schemas.db")
+    v1 = reg.register(f"{local_name(topic)}-value", json.dumps(V1))
+    client = pulsar.Client(pulsar_broker.url, logger=pulsar.ConsoleLogger(_pulsar.LoggerLevel.Error))
+    batched = Producer(client, topic, batching=True)
+    single = Producer(client, topic, batching=False)
+    sent = [
+        (framed(v1, V1, {"id": i, "name": f"user{i}"}), {"partition_key": f"k{i}", "properties": {"n": str(i)}})
+        for i in range(6)
+    ]
+    batched.send_all(sent)
+    odd = [
+        (b"\x07not framed", {"event_timestamp": 1_700_000_000_123}),
+        (b"\x00\x00\x00\x03\xe7body", {}),  # schema id 999: not in the registry
+        (None, {"partition_key": "gone"}),  # a tombstone
+    ]
+    single.send_all(odd)
+    v2 = reg.register(f"{local_name(topic)}-value", json.dumps(V2))
+    late = [(framed(v2, V2, {"id": 100 + i, "name": f"new{i}", "email": f"u{i}@x"}), {}) for i in range(3)]
+    single.send_all(late)
+    ids = batched.ids[:6] + single.ids
+    batched.close()
+    single.close()
+    client.close()
+    reg.close()
+    yield topic, workdir / "schemas.db", sent + odd + late, ids, (v1, v2)
+
+
+def test_batch_read_every_column(spark, registered, pulsar_broker, users_topic):
+    topic, registry_path, sent, ids, (v1, v2) = users_topic
+    before = time.time()
+    df = reader(spark, pulsar_broker, registry_path, topics=local_name(topic))
+    assert df.columns == [
+        "key",
+        "value",
+        "decode_error",
+        "topic",
+        "partition",
+        "message_id",
+        "publish_time",
+        "event_time",
+        "properties",
+        "schema_id",
+    ]
+    # the reader schema is the subject's newest version (v2), so v1 rows read email as its default
+    assert df.schema["value"].dataType.simpleString() == "struct<id:bigint,name:string,email:string>"
+    rows = df.collect()
+    assert len(rows) == len(sent) == 12
+    got_ids = [id_parts(_pulsar.MessageId.deserialize(bytes(r["message_id"]))) for r in rows]
+    assert got_ids == [id_parts(i) for i in ids]  # every message once, in the partition's order
+    values = [None if r["value"] is None else r["value"].asDict() for r in rows]
+    assert values[:6] == [{"id": i, "name": f"user{i}", "email": None} for i in range(6)]
+    assert values[6:9] == [None, None, None]
+    assert values[9:] == [{"id": 100 + i, "name": f"new{i}", "email": f"u{i}@x"} for i in range(3)]
+    errors = [r["decode_error"] for r in rows]
+    assert errors[6]["code"] == ErrorCode.WIRE_BAD_MAGIC and errors[6]["offset"] == 0
+    assert errors[7]["code"] == ErrorCode.SCHEMA_NOT_FOUND and "999" in errors[7]["message"]
+    assert [i for i, e in enumerate(errors) if e is not None] == [6, 7]  # a tombstone is no error
+    assert [r["key"] for r in rows] == [f"k{i}" for i in range(6)] + [None, None, "gone", None, None, None]
+    assert [r["properties"] for r in rows[:6]] == [{"n": str(i)} for i in range(6)]
+    assert rows[6]["event_time"].timestamp() == 1_700_000_000.123
+    assert all(r["event_time"] is None for r in rows[:6])
+    assert all(before - 600 < r["publish_time"].timestamp() <= before for r in rows)
+    assert {(r["topic"], r["partition"]) for r in rows} == {(topic, -1)}
+    assert [r["schema_id"] for r in rows] == [v1] * 6 + [None, 999, None] + [v2] * 3
+
+    # decode=false: the payloads as sent, no error column, no registry needed
+    raw = reader(spark, pulsar_broker, topics=topic, decode="false")
+    assert "decode_error" not in raw.columns
+    assert [r["value"] for r in raw.collect()] == [payload for payload, _ in sent]
+
+
+def test_batch_read_between_offsets(spark, registered, pulsar_broker, users_topic):
+    topic, registry_path, sent, ids, _ = users_topic
+
+    def read_range(**offsets):
+        df = reader(spark, pulsar_broker, registry_path, topics=topic, decode="false", **offsets)
+        return [id_parts(_pulsar.MessageId.deserialize(bytes(r["message_id"]))) for r in df.collect()]
+
+    expected = [id_parts(i) for i in ids]
+    # (start, end]: after message 2, which sits inside a producer batch, through message 7
+    start, end = json.dumps({topic: offset_of(ids[2])}), json.dumps({local_name(topic): offset_of(ids[7])})
+    assert read_range(starting_offsets=start, ending_offsets=end) == expected[3:8]
+    assert read_range(ending_offsets=json.dumps({topic: offset_of(ids[0])})) == expected[:1]
+    assert read_range(starting_offsets=json.dumps({topic: offset_of(ids[9])})) == expected[10:]
+    assert read_range(starting_offsets="latest") == []
+    assert read_range(starting_offsets=json.dumps({topic: "latest"}), ending_offsets="latest") == []
+
+
+# -- KeyValue topics ---------------------------------------------------------------------------------
+
+KEY = {"type": "record", "name": "Key", "namespace": "t", "fields": [{"name": "k", "type": "string"}]}
+
+
+@pytest.mark.parametrize("encoding", ["INLINE", "SEPARATED"])
+def test_keyvalue_topics_give_key_and_value_structs(spark, registered, pulsar_broker, tmp_path, encoding):
+    from pulsar_codec.pulsar import KeyValue, KeyValueSchema, send_keyvalue
+
+    topic = f"persistent://public/default/kv-{encoding.lower()}-{uuid.uuid4().hex[:8]}"
+    reg = LocalRegistry(tmp_path / "schemas.db")
+    key_id = reg.register(f"{local_name(topic)}-key", json.dumps(KEY))
+    value_id = reg.register(f"{local_name(topic)}-value", json.dumps(V1))
+    client = pulsar.Client(pulsar_broker.url, logger=pulsar.ConsoleLogger(_pulsar.LoggerLevel.Error))
+    schema = KeyValueSchema(encoding=encoding)  # bytes parts: the framed key and value
+    producer = client.create_producer(topic, schema=schema, batching_enabled=False)
+    parts = [
+        (framed(key_id, KEY, {"k": f"key{i}"}), framed(value_id, V1, {"id": i, "name": f"n{i}"})) for i in range(3)
+    ]
+    parts.append((b"\x00\x00\x00\x03\xe7", parts[0][1]))  # the key's schema id is unknown
+    for key, value in parts:
+        if encoding == "INLINE":
+            producer.send(KeyValue(key, value))
+        else:
+            send_keyvalue(producer, key, value)
+    producer.close()
+    plain = client.create_producer(topic, batching_enabled=False)
+    if encoding == "INLINE":
+        plain.send(b"\x00\x00\x00\x09abc")  # a key length past the payload's end
+    else:
+        plain.send(parts[0][1], partition_key="not base64!")
+    plain.close()
+    client.close()
+    reg.close()
+
+    df = reader(spark, pulsar_broker, tmp_path / "schemas.db", topics=topic, keyvalue=encoding)
+    assert df.schema["key"].dataType.simpleString() == "struct<k:string>"
+    rows = df.collect()
+    assert [None if r["key"] is None else r["key"]["k"] for r in rows] == ["key0", "key1", "key2", None, None]
+    values = [None if r["value"] is None else r["value"].asDict() for r in rows]
+    assert values[:4] == [{"id": i, "name": f"n{i}"} for i in (0, 1, 2, 0)]
+    assert [r["schema_id"] for r in rows[:4]] == [value_id] * 4
+    errors = [r["decode_error"] for r in rows]
+    assert errors[:3] == [None, None, None]
+    assert errors[3]["code"] == ErrorCode.SCHEMA_NOT_FOUND and "999" in errors[3]["message"]
+    expected_code = ErrorCode.KV_LENGTH_PAST_END if encoding == "INLINE" else ErrorCode.KV_INVALID_BASE64
+    assert errors[4]["code"] == expected_code
+    if encoding == "SEPARATED":  # the value of a message whose key is bad is still read
+        assert values[4] == {"id": 0, "name": "n0"}
+
+    # decode=false: the key and value bytes, split
+    raw = reader(spark, pulsar_broker, topics=topic, keyvalue=encoding, decode="false").collect()
+    assert [(r["key"], r["value"]) for r in raw[:4]] == parts
+    assert raw[4]["decode_error"]["code"] == expected_code
+
+
+# -- several topic-partitions and admission control -------------------------------------------------
+
+
+def test_stream_several_topics_with_max_records_per_trigger(spark, registered, pulsar_broker, tmp_path):
+    stem = f"persistent://public/default/spread-{uuid.uuid4().hex[:8]}"
+    topics = [f"{stem}-{k}" for k in range(3)]
+    reg = LocalRegistry(tmp_path / "schemas.db")
+    sid = reg.register("spread-value", json.dumps(V1))
+    client = pulsar.Client(pulsar_broker.url, logger=pulsar.ConsoleLogger(_pulsar.LoggerLevel.Error))
+    for k, topic in enumerate(topics):  # 6, 9 and 12 messages; the last topic's in producer batches of 3
+        producer = Producer(client, topic, batching=k == 2)
+        for first in range(0, 6 + 3 * k, 3):
+            producer.send_all(
+                [(framed(sid, V1, {"id": 100 * k + i, "name": topic}), {}) for i in range(first, first + 3)]
+            )
+        producer.close()
+    expected = sorted(100 * k + i for k in range(3) for i in range(6 + 3 * k))
+    options = {"topics": ",".join(topics), "subject": "spread-value"}
+
+    batch = reader(spark, pulsar_broker, tmp_path / "schemas.db", **options)
+    assert batch.rdd.getNumPartitions() == 3  # one input partition per topic-partition
+    assert sorted(r["value"]["id"] for r in batch.collect()) == expected
+
+    name = f"spread_{uuid.uuid4().hex[:8]}"
+    query = (
+        stream(spark, pulsar_broker, tmp_path / "schemas.db", max_records_per_trigger="4", **options)
+        .select("value.id", "topic", "message_id")
+        .writeStream.format("memory")
+        .queryName(name)
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+    rows = spark.table(name).collect()
+    assert sorted(r["id"] for r in rows) == expected
+    assert {r["topic"] for r in rows} == set(topics)
+    assert len({(r["topic"], bytes(r["message_id"])) for r in rows}) == len(expected)
+    # at most 4 entries per micro-batch: 4 messages, or 4 producer batches of 3 from the last topic
+    sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    assert sum(sizes) == len(expected) and max(sizes) <= 4 * 3 and len(sizes) >= 5
+    source = query.lastProgress["sources"][0]
+    ends = json.loads(source["endOffset"])
+    assert set(ends) == set(topics)
+    assert json.loads(source["latestOffset"]) == ends  # the broker's last ids: all read
+    client.close()
+    reg.close()
+
+
+@pytest.fixture(scope="module")
+def partitioned_broker(tmp_path_factory):
+    import pulsar_fixtures
+
+    broker = pulsar_fixtures.start_broker(tmp_path_factory.mktemp("pulsar-lite-3"), default_partitions=3)
+    yield broker
+    broker.stop()
+
+
+def test_partition_names_must_address_partitions(partitioned_broker, tmp_path):
+    # pulsar-lite with default_partitions takes "<topic>-partition-0" for a partitioned topic of its
+    # own: refused on the driver, before a reader of such a name can take an executor down
+    from pulsar_codec.integrations.spark.pulsar_offsets import new_client
+
+    plan = SourcePlan.from_options(
+        {"service_url": partitioned_broker.url, "topics": f"parted-{uuid.uuid4().hex[:8]}", "decode": "false"}
+    )
+    client = new_client(partitioned_broker.url, 10_000)
+    try:
+        with pytest.raises(ValueError, match="single partitions cannot be read"):
+            plan.partition_topics(client)
+    finally:
+        client.close()
+
+
+# -- restart: every message once ---------------------------------------------------------------------
+
+
+def _batch_ids(folder: Path) -> set[int]:
+    return {int(p.name) for p in folder.glob("[0-9]*")} if folder.exists() else set()
+
+
+def test_stream_restart_mid_batch_delivers_every_message_once(spark, registered, pulsar_broker, tmp_path):
+    topic = f"persistent://public/default/restart-{uuid.uuid4().hex[:8]}"
+    subject = f"{local_name(topic)}-value"
+    registry_path = tmp_path / "schemas.db"
+    reg = LocalRegistry(registry_path)
+    v1 = reg.register(subject, json.dumps(V1))
+    client = pulsar.Client(pulsar_broker.url, logger=pulsar.ConsoleLogger(_pulsar.LoggerLevel.Error))
+    producer = Producer(client, topic, batching=False)
+    n, m = 12, 24
+    producer.send_all([(framed(v1, V1, {"id": i, "name": f"v1-{i}"}), {}) for i in range(n)])
+    sink, checkpoint = tmp_path / "sink", tmp_path / "checkpoint"
+
+    def start():
+        df = stream(spark, pulsar_broker, registry_path, topics=topic, max_records_per_trigger="4")
+        return (
+            df.select("value.*", "message_id")
+            .writeStream.format("parquet")
+            .option("path", str(sink))
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+
+    start().awaitTermination(120)
+    assert spark.read.parquet(str(sink)).count() == n
+
+    # a new schema version, and messages written with it
+    v2 = reg.register(subject, json.dumps(V2))
+    producer.send_all([(framed(v2, V2, {"id": n + i, "name": f"v2-{i}", "email": f"{i}@v2"}), {}) for i in range(m)])
+
+    # stop the query while a micro-batch is planned but not committed; try again if a stop lands
+    # between two batches
+    stopped_mid_batch = False
+    for _ in range(5):
+        query = start()
+        committed = _batch_ids(checkpoint / "commits")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and query.isActive:
+            pending = _batch_ids(checkpoint / "offsets") - _batch_ids(checkpoint / "commits")
+            if pending and _batch_ids(checkpoint / "commits") != committed:
+                break
+            time.sleep(0.005)
+        query.stop()
+        uncommitted = _batch_ids(checkpoint / "offsets") - _batch_ids(checkpoint / "commits")
+        if uncommitted:
+            stopped_mid_batch = True
+            break
+    assert stopped_mid_batch, "the query never stopped inside a micro-batch"
+    assert spark.read.option("mergeSchema", "true").parquet(str(sink)).count() < n + m
+
+    start().awaitTermination(120)  # the restart re-runs the logged batch, then reads the rest
+    rows = spark.read.option("mergeSchema", "true").parquet(str(sink)).collect()
+    assert len(rows) == n + m
+    assert len({bytes(r["message_id"]) for r in rows}) == n + m
+    by_id = {r["id"]: r for r in rows}
+    assert sorted(by_id) == list(range(n + m))
+    assert all(by_id[i]["name"] == f"v1-{i}" and by_id[i]["email"] is None for i in range(n))
+    assert all(by_id[n + i]["name"] == f"v2-{i}" and by_id[n + i]["email"] == f"{i}@v2" for i in range(m))
+    producer.close()
+    client.close()
+    reg.close()
+
+
+# -- the sink ----------------------------------------------------------------------------------------
+
+
+def test_sink_round_trip_batch_and_stream(spark, registered, pulsar_broker, users_topic, tmp_path):
+    from pyspark.sql import functions as F
+
+    topic, registry_path, sent, _, _ = users_topic
+    out_topic = f"persistent://public/default/out-{uuid.uuid4().hex[:8]}"
+    good = reader(spark, pulsar_broker, registry_path, topics=topic).where("decode_error IS NULL AND value IS NOT NULL")
+    transformed = good.select(
+        "key",
+        F.struct(
+            (F.col("value.id") * 10).alias("id"),
+            F.upper("value.name").alias("name"),
+            F.col("value.email").alias("email"),
+        ).alias("value"),
+    )
+    transformed.write.format("pulsar").mode("append").options(
+        service_url=pulsar_broker.url, topic=out_topic, registry=str(registry_path), key_column="key"
+    ).save()
+
+    def rows_of(rows):
+        return sorted(((r["value"]["id"], r["key"], r["value"]["name"], r["value"]["email"]) for r in rows), key=str)
+
+    back = reader(spark, pulsar_broker, registry_path, topics=out_topic).collect()
+    expected = rows_of(transformed.collect())
+    assert rows_of(back) == expected
+    assert len(expected) == 9 and all(r["decode_error"] is None for r in back)
+    with LocalRegistry(registry_path) as reg:
+        latest = reg.get_latest(f"{local_name(out_topic)}-value")  # registered by the sink, on the driver
+    assert {r["schema_id"] for r in back} == {latest.id}
+
+    # the streaming writer: the source's stream, re-encoded into a third topic
+    third = f"persistent://public/default/third-{uuid.uuid4().hex[:8]}"
+    query = (
+        stream(spark, pulsar_broker, registry_path, topics=out_topic, subject=f"{local_name(out_topic)}-value")
+        .select("key", "value")
+        .writeStream.format("pulsar")
+        .options(service_url=pulsar_broker.url, topic=third, registry=str(registry_path), key_column="key")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+    again = reader(spark, pulsar_broker, registry_path, topics=third).collect()
+    assert rows_of(again) == expected
+
+
+def test_sink_flat_columns_and_binary_values(spark, registered, pulsar_broker, tmp_path):
+    topic = f"persistent://public/default/flat-{uuid.uuid4().hex[:8]}"
+    registry_path = tmp_path / "schemas.db"
+    df = spark.createDataFrame([("a", 1, "x"), (None, 2, None)], "k string, id bigint, note string")
+    df.write.format("pulsar").mode("append").options(
+        service_url=pulsar_broker.url, topic=topic, registry=str(registry_path), key_column="k"
+    ).save()
+    rows = sorted(reader(spark, pulsar_broker, registry_path, topics=topic).collect(), key=lambda r: r["value"]["id"])
+    assert [(r["key"], r["value"].asDict()) for r in rows] == [
+        ("a", {"id": 1, "note": "x"}),
+        (None, {"id": 2, "note": None}),
+    ]
+    # use_latest: written with the subject's latest version (registered by the first write) and its id
+    df.where("id = 1").write.format("pulsar").mode("append").options(
+        service_url=pulsar_broker.url, topic=topic, registry=str(registry_path), use_latest="true"
+    ).save()
+    again = reader(spark, pulsar_broker, registry_path, topics=topic).collect()
+    assert [r["value"].asDict() for r in again[2:]] == [{"id": 1, "note": "x"}] and again[2]["key"] is None
+    assert len({r["schema_id"] for r in again}) == 1
+    # a binary value column travels as it is (already framed elsewhere); no registry needed
+    raw_topic = f"persistent://public/default/raw-{uuid.uuid4().hex[:8]}"
+    spark.createDataFrame([(b"\x01\x02",), (None,)], "value binary").write.format("pulsar").mode("append").options(
+        service_url=pulsar_broker.url, topic=raw_topic
+    ).save()
+    raw = reader(spark, pulsar_broker, topics=raw_topic, decode="false").collect()
+    assert sorted((r["value"] for r in raw), key=lambda v: v is None) == [b"\x01\x02", None]  # two tasks: any order
+
+
+# -- options, refused before any task runs ----------------------------------------------------------
+
+
+def test_option_errors(spark, registered, pulsar_broker, tmp_path):
+    registry_path = str(tmp_path / "schemas.db")
+    LocalRegistry(registry_path).close()
+    base = {"service_url": pulsar_broker.url, "topics": "a", "registry": registry_path}
+    with pytest.raises(ValueError, match="topics_pattern is not supported"):
+        SourcePlan.from_options({**base, "topics_pattern": "a.*"})
+    with pytest.raises(ValueError, match="registry"):
+        SourcePlan.from_options({"service_url": pulsar_broker.url, "topics": "a"})
+    with pytest.raises(SchemaError, match="no subject 'a-value'"):
+        SourcePlan.from_options(base)
+    with pytest.raises(SchemaError, match="several topics"):
+        SourcePlan.from_options({**base, "topics": "a,b"})
+    with pytest.raises(ValueError, match="not a message id"):
+        OffsetSpec.parse('{"a": "nope"}', "earliest", "starting_offsets")
+    with pytest.raises(ValueError, match="positive integer"):
+        SourcePlan.from_options({**base, "decode": "false", "max_records_per_trigger": "0"})
+    with pytest.raises(ValueError, match="registry_auth"):
+        registry_config({"registry": "http://127.0.0.1:1", "registry_auth": "nocolon"})
+    config = registry_config({"registry": "http://127.0.0.1:1", "registry_auth": "me:secret"})
+    assert config.auth == ("me:secret".split(":")[0], "secret") and "secret" not in repr(config)
+    assert PulsarDataSource.name() == "pulsar"
+
+    from pyspark.sql.types import StructType
+
+    with pytest.raises(ValueError, match="cannot overwrite"):
+        SinkPlan.from_options(
+            {"service_url": pulsar_broker.url, "topic": "t"}, StructType().add("value", "binary"), True
+        )
+    # through Spark: the refusal reaches the user when the query starts
+    query = (
+        stream(spark, pulsar_broker, registry_path, topics="a", decode="false", ending_offsets='{"a": "earliest"}')
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
+    with pytest.raises(StreamingQueryException, match="ending_offsets applies to batch reads"):
+        query.awaitTermination(60)
