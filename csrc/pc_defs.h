@@ -113,4 +113,21 @@ enum {
 /* Deepest nesting of JSON arrays and objects in one payload (skipped values included) */
 #define PC_JSON_MAX_DEPTH 256
 
+/* Protobuf -> Avro transcode node codes (pulsar_codec.formats.protobuf.mapping builds programs of them) */
+enum {
+    PC_P_INT32 = 1, PC_P_INT64 = 2, PC_P_UINT32 = 3, PC_P_UINT64 = 4, PC_P_SINT32 = 5, PC_P_SINT64 = 6,
+    PC_P_FIXED32 = 7, PC_P_FIXED64 = 8, PC_P_SFIXED32 = 9, PC_P_SFIXED64 = 10, PC_P_FLOAT = 11,
+    PC_P_DOUBLE = 12, PC_P_BOOL = 13, PC_P_STRING = 14, PC_P_BYTES = 15, PC_P_MESSAGE = 16,
+    PC_P_TIMESTAMP = 17, PC_P_DURATION = 18, PC_P_RAW = 19
+};
+
+/* Protobuf message field shapes: how a field's occurrences become its Avro value */
+enum {
+    PC_PF_IMPLICIT = 1, PC_PF_OPTIONAL = 2, PC_PF_REQUIRED = 3, PC_PF_REPEATED = 4, PC_PF_MAP = 5,
+    PC_PF_ONEOF = 6, PC_PF_CASE = 7
+};
+
+/* Deepest nesting of Protobuf messages (and unknown groups) in one payload, the root counting one */
+#define PC_PROTO_MAX_DEPTH 100
+
 #endif

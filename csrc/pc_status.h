@@ -66,8 +66,19 @@ typedef enum {
     /* schema lookups per row (set by the pipeline, never by a kernel) */
     PC_SCHEMA_NOT_FOUND = 90,
     PC_SCHEMA_UNRESOLVABLE = 91,
+    PC_SCHEMA_OTHER_MESSAGE = 92,
     /* JSON constraints beyond the Arrow mapping (optional validation, set by formats/json) */
-    PC_JSON_CONSTRAINT = 100
+    PC_JSON_CONSTRAINT = 100,
+    /* Protobuf payloads */
+    PC_PROTO_TRUNCATED = 110,
+    PC_PROTO_VARINT_TOO_LONG = 111,
+    PC_PROTO_WRONG_WIRE_TYPE = 112,
+    PC_PROTO_LENGTH_PAST_END = 113,
+    PC_PROTO_INVALID_UTF8 = 114,
+    PC_PROTO_DEPTH_EXCEEDED = 115,
+    PC_PROTO_INVALID_TAG = 116,
+    PC_PROTO_MISSING_REQUIRED = 117,
+    PC_PROTO_VALUE_RANGE = 118
 } pc_status;
 
 /* Where and why a kernel stopped. */

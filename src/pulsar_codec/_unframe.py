@@ -20,7 +20,16 @@ from ._glue import GLUE_PREFIX, GLUE_ZLIB, inflate
 from ._kernels import _backend, defs
 from .errors import ErrorCode, error_for, raise_for
 
-__all__ = ["PREFIX_SIZE", "inflate_chunks", "registry_key", "row_keys", "single_id", "unframe_parts", "wide"]
+__all__ = [
+    "PREFIX_SIZE",
+    "index_paths",
+    "inflate_chunks",
+    "registry_key",
+    "row_keys",
+    "single_id",
+    "unframe_parts",
+    "wide",
+]
 
 # protocols whose prefix has one fixed size: the one-id fast path applies to them
 PREFIX_SIZE = {
@@ -143,21 +152,26 @@ def _raise_earlier_prefix_error(chunks: list[Chunk], k: int, i: int, protocol: w
 
 def unframe_parts(chunk: Chunk, protocol: wire.Protocol, keep_going: bool, wire_errors: list[tuple[Any, ...]]) -> Any:
     """Schema-id fields and payload starts of one chunk: ``(ids, guids, versions, protocols, starts,
-    valid)`` (guids / versions / protocols None when the protocol has none). With keep_going, a bad
-    prefix makes its row null and the wire kernel resumes after it on a window of rows that doubles
-    while the rows are clean, so the kernel walks O(n) rows in all, however many rows are bad)."""
+    valid, paths)`` (guids / versions / protocols None when the protocol has none; ``paths`` the
+    Protobuf message-index paths as :func:`index_paths` gives them, None for other protocols). With
+    keep_going, a bad prefix makes its row null and the wire kernel resumes after it on a window of
+    rows that doubles while the rows are clean, so the kernel walks O(n) rows in all, however many
+    rows are bad)."""
     kernels = _backend.active().wire
     chunk = wide(chunk)
     n = chunk.length
     result = kernels.unframe(chunk.data, chunk.offsets, chunk.validity, protocol.kind, 0, False)
     if result[0] is None:  # the common case: one pass, no copies
-        return result[1], result[2], result[3], result[4], result[5], chunk.validity
+        paths = None if result[6] is None else index_paths(result[6], result[7])
+        return result[1], result[2], result[3], result[4], result[5], chunk.validity, paths
     ids = np.zeros(n, dtype=np.int64)
     guids = None if result[2] is None else np.zeros(16 * n, dtype=np.uint8)
     versions = None if result[3] is None else np.zeros(n, dtype=np.int32)
     protos = None if result[4] is None else np.zeros(n, dtype=np.uint8)
     starts = chunk.offsets[1:].copy()
     valid = np.ones(n, dtype=bool) if chunk.validity is None else chunk.validity.copy()
+    counts = np.zeros(n, dtype=np.int32) if protocol.protobuf else None
+    value_parts: list[np.ndarray] = []
     lo = 0
     hi = n
     window = _RESUME_WINDOW
@@ -184,6 +198,10 @@ def unframe_parts(chunk: Chunk, protocol: wire.Protocol, keep_going: bool, wire_
         if protos is not None:
             protos[lo:stop] = result[4][: stop - lo]
         starts[lo:stop] = result[5][: stop - lo]
+        if counts is not None:
+            window_counts = result[6][: stop - lo]
+            counts[lo:stop] = window_counts
+            value_parts.append(result[7][: int(window_counts.sum())])
         if error is None:
             lo = hi
             window *= 2
@@ -199,7 +217,41 @@ def unframe_parts(chunk: Chunk, protocol: wire.Protocol, keep_going: bool, wire_
         starts[stop] = chunk.offsets[stop + 1]
         lo = stop + 1
         window = _RESUME_WINDOW
-    return ids, guids, versions, protos, starts, (None if valid.all() else valid)
+    paths = None
+    if counts is not None:
+        values = np.concatenate(value_parts) if value_parts else np.zeros(0, dtype=np.int64)
+        paths = index_paths(counts, values)
+    return ids, guids, versions, protos, starts, (None if valid.all() else valid), paths
+
+
+def index_paths(counts: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+    """Number the Protobuf message-index paths of a chunk: ``(path per row, distinct paths)``.
+
+    ``counts`` (int32 per row) and ``values`` (int64, all rows' indexes one after the other) are
+    what the wire kernel reads; a row without indexes (a null or bad message) gets path ``(0,)``.
+    Rows of one-element paths (nearly all messages) are numbered with numpy; longer ones one by one.
+    """
+    n = len(counts)
+    counts = np.asarray(counts, dtype=np.int64)
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    single = counts == 1
+    firsts = np.where(single, values[np.minimum(starts[:-1], max(len(values) - 1, 0))] if len(values) else 0, 0)
+    distinct: list[tuple[int, ...]] = []
+    numbers: dict[tuple[int, ...], int] = {}
+    path_no = np.zeros(n, dtype=np.int32)
+    lone, lone_rows = np.unique(np.where(single, firsts, 0), return_inverse=True)
+    for v in lone.tolist():  # every one-element path (and (0,) for rows without indexes)
+        numbers[(int(v),)] = len(distinct)
+        distinct.append((int(v),))
+    path_no[:] = np.asarray([numbers[(int(v),)] for v in lone.tolist()], dtype=np.int32)[lone_rows.reshape(-1)]
+    for row in np.flatnonzero(counts > 1).tolist():
+        path = tuple(int(v) for v in values[starts[row] : starts[row + 1]].tolist())
+        if path not in numbers:
+            numbers[path] = len(distinct)
+            distinct.append(path)
+        path_no[row] = numbers[path]
+    return path_no, distinct
 
 
 def row_keys(protocol: wire.Protocol, ids: Any, guids: Any, versions: Any, protos: Any) -> np.ndarray:

@@ -26,6 +26,7 @@ __all__ = [
     "PrimitiveDecodeError",
     "AvroDecodeError",
     "JsonDecodeError",
+    "ProtobufDecodeError",
     "SchemaResolutionError",
     "SchemaNotFoundError",
     "IncompatibleSchemaError",
@@ -108,6 +109,12 @@ class AvroDecodeError(DecodeError):
 class JsonDecodeError(DecodeError):
     """A JSON payload is malformed or does not match its schema: bad syntax, a value of the wrong
     type, a missing required property, a number out of range, a string not in its format."""
+
+
+class ProtobufDecodeError(DecodeError):
+    """A Protobuf payload is malformed or breaks its message type: truncated, an over-long varint, a
+    length past the end, a bad tag or wire type, invalid UTF-8, nesting too deep, a missing required
+    field, a Timestamp or Duration out of the nanosecond range."""
 
 
 class SchemaResolutionError(DecodeError):
@@ -216,8 +223,19 @@ class ErrorCode(enum.IntEnum):
     # schema lookups per row: 90-99
     SCHEMA_NOT_FOUND = defs.SCHEMA_NOT_FOUND
     SCHEMA_UNRESOLVABLE = defs.SCHEMA_UNRESOLVABLE
+    SCHEMA_OTHER_MESSAGE = defs.SCHEMA_OTHER_MESSAGE
     # JSON constraints (optional validation): 100
     JSON_CONSTRAINT = defs.JSON_CONSTRAINT
+    # Protobuf payloads: 110-119
+    PROTO_TRUNCATED = defs.PROTO_TRUNCATED
+    PROTO_VARINT_TOO_LONG = defs.PROTO_VARINT_TOO_LONG
+    PROTO_WRONG_WIRE_TYPE = defs.PROTO_WRONG_WIRE_TYPE
+    PROTO_LENGTH_PAST_END = defs.PROTO_LENGTH_PAST_END
+    PROTO_INVALID_UTF8 = defs.PROTO_INVALID_UTF8
+    PROTO_DEPTH_EXCEEDED = defs.PROTO_DEPTH_EXCEEDED
+    PROTO_INVALID_TAG = defs.PROTO_INVALID_TAG
+    PROTO_MISSING_REQUIRED = defs.PROTO_MISSING_REQUIRED
+    PROTO_VALUE_RANGE = defs.PROTO_VALUE_RANGE
 
 
 # code -> (exception class, message template). Templates may use {detail} and any keyword passed
@@ -319,11 +337,27 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
     ErrorCode.JSON_DEPTH_EXCEEDED: (JsonDecodeError, "JSON nested deeper than {detail} levels"),
     ErrorCode.JSON_INVALID_UTF8: (JsonDecodeError, "invalid UTF-8 or escape in a JSON string"),
     ErrorCode.JSON_CONSTRAINT: (JsonDecodeError, "JSON value breaks the schema: {detail}"),
+    ErrorCode.PROTO_TRUNCATED: (
+        ProtobufDecodeError,
+        "truncated Protobuf data: a value runs past the end of its message",
+    ),
+    ErrorCode.PROTO_VARINT_TOO_LONG: (ProtobufDecodeError, "Protobuf varint longer than 10 bytes"),
+    ErrorCode.PROTO_WRONG_WIRE_TYPE: (ProtobufDecodeError, "Protobuf field {detail}, which its type does not use"),
+    ErrorCode.PROTO_LENGTH_PAST_END: (ProtobufDecodeError, "Protobuf length {detail} runs past the end of its message"),
+    ErrorCode.PROTO_INVALID_UTF8: (ProtobufDecodeError, "invalid UTF-8 in a Protobuf string"),
+    ErrorCode.PROTO_DEPTH_EXCEEDED: (ProtobufDecodeError, "Protobuf messages nested deeper than {detail} levels"),
+    ErrorCode.PROTO_INVALID_TAG: (ProtobufDecodeError, "invalid Protobuf tag: {detail}"),
+    ErrorCode.PROTO_MISSING_REQUIRED: (ProtobufDecodeError, "required Protobuf field {detail} is missing"),
+    ErrorCode.PROTO_VALUE_RANGE: (
+        ProtobufDecodeError,
+        "Timestamp or Duration outside the int64 nanosecond range (about the years 1677 to 2262)",
+    ),
     ErrorCode.SCHEMA_NOT_FOUND: (SchemaResolutionError, "schema id {schema_id} is not in the registry"),
     ErrorCode.SCHEMA_UNRESOLVABLE: (
         SchemaResolutionError,
         "writer schema {schema_id} cannot be read as the reader schema: {reason}",
     ),
+    ErrorCode.SCHEMA_OTHER_MESSAGE: (SchemaResolutionError, "schema id {schema_id}: {reason}"),
 }
 
 

@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 # Kernel domains; each has a _<domain>_c and a _<domain>_py module.
-DOMAINS: tuple[str, ...] = ("wire", "keyvalue", "avro", "primitives", "avro_encode", "json")
+DOMAINS: tuple[str, ...] = ("wire", "keyvalue", "avro", "primitives", "avro_encode", "json", "protobuf")
 
 
 def _flag(name: str) -> bool:

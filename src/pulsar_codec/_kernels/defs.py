@@ -67,7 +67,17 @@ __all__ = [
     "JSON_INVALID_UTF8",
     "SCHEMA_NOT_FOUND",
     "SCHEMA_UNRESOLVABLE",
+    "SCHEMA_OTHER_MESSAGE",
     "JSON_CONSTRAINT",
+    "PROTO_TRUNCATED",
+    "PROTO_VARINT_TOO_LONG",
+    "PROTO_WRONG_WIRE_TYPE",
+    "PROTO_LENGTH_PAST_END",
+    "PROTO_INVALID_UTF8",
+    "PROTO_DEPTH_EXCEEDED",
+    "PROTO_INVALID_TAG",
+    "PROTO_MISSING_REQUIRED",
+    "PROTO_VALUE_RANGE",
     # wire-prefix protocols (csrc/pc_defs.h from here on)
     "KIND_CONFLUENT",
     "KIND_CONFLUENT_PROTOBUF",
@@ -200,6 +210,34 @@ __all__ = [
     "J_MAP",
     "J_OBJECT",
     "JSON_MAX_DEPTH",
+    # Protobuf transcoding
+    "P_INT32",
+    "P_INT64",
+    "P_UINT32",
+    "P_UINT64",
+    "P_SINT32",
+    "P_SINT64",
+    "P_FIXED32",
+    "P_FIXED64",
+    "P_SFIXED32",
+    "P_SFIXED64",
+    "P_FLOAT",
+    "P_DOUBLE",
+    "P_BOOL",
+    "P_STRING",
+    "P_BYTES",
+    "P_MESSAGE",
+    "P_TIMESTAMP",
+    "P_DURATION",
+    "P_RAW",
+    "PF_IMPLICIT",
+    "PF_OPTIONAL",
+    "PF_REQUIRED",
+    "PF_REPEATED",
+    "PF_MAP",
+    "PF_ONEOF",
+    "PF_CASE",
+    "PROTO_MAX_DEPTH",
 ]
 
 # -- status codes: what a kernel reports with (code, index, offset, detail) -------------------------
@@ -261,8 +299,19 @@ JSON_INVALID_UTF8: Final = 89
 # schema lookups per row (set by the pipeline, never by a kernel): 90-99
 SCHEMA_NOT_FOUND: Final = 90
 SCHEMA_UNRESOLVABLE: Final = 91
+SCHEMA_OTHER_MESSAGE: Final = 92  # a Protobuf row of another message type than the output's
 # JSON constraints beyond the Arrow mapping (optional validation, set by formats/json): 100
 JSON_CONSTRAINT: Final = 100
+# Protobuf payloads: 110-119
+PROTO_TRUNCATED: Final = 110
+PROTO_VARINT_TOO_LONG: Final = 111
+PROTO_WRONG_WIRE_TYPE: Final = 112
+PROTO_LENGTH_PAST_END: Final = 113
+PROTO_INVALID_UTF8: Final = 114
+PROTO_DEPTH_EXCEEDED: Final = 115
+PROTO_INVALID_TAG: Final = 116
+PROTO_MISSING_REQUIRED: Final = 117
+PROTO_VALUE_RANGE: Final = 118
 
 # -- registry wire-prefix protocols (pulsar_codec.wire.Protocol.kind) -------------------------------
 KIND_CONFLUENT: Final = 1
@@ -440,3 +489,34 @@ J_MAP: Final = 17
 J_OBJECT: Final = 18
 # deepest nesting of JSON arrays and objects in one payload (skipped values included)
 JSON_MAX_DEPTH: Final = 256
+
+# -- Protobuf -> Avro transcoding: node codes of the program pulsar_codec.formats.protobuf.mapping builds
+P_INT32: Final = 1
+P_INT64: Final = 2
+P_UINT32: Final = 3
+P_UINT64: Final = 4
+P_SINT32: Final = 5
+P_SINT64: Final = 6
+P_FIXED32: Final = 7
+P_FIXED64: Final = 8
+P_SFIXED32: Final = 9
+P_SFIXED64: Final = 10
+P_FLOAT: Final = 11
+P_DOUBLE: Final = 12
+P_BOOL: Final = 13
+P_STRING: Final = 14
+P_BYTES: Final = 15
+P_MESSAGE: Final = 16
+P_TIMESTAMP: Final = 17
+P_DURATION: Final = 18
+P_RAW: Final = 19
+# how a message field's occurrences become its Avro value (see _kernels/protobuf_py.py)
+PF_IMPLICIT: Final = 1
+PF_OPTIONAL: Final = 2
+PF_REQUIRED: Final = 3
+PF_REPEATED: Final = 4
+PF_MAP: Final = 5
+PF_ONEOF: Final = 6
+PF_CASE: Final = 7
+# deepest nesting of messages (and unknown groups) in one payload, the root counting one
+PROTO_MAX_DEPTH: Final = 100

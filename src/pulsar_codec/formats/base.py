@@ -115,6 +115,12 @@ class PayloadFormat(Protocol):
 
     ``name`` is the registry's ``schemaType`` (``"AVRO"``, ``"JSON"``, ``"PROTOBUF"``). A *model*
     is the format's parsed schema; the pipeline never looks inside one.
+
+    A format whose schemas hold several types a payload can be of (Protobuf: the messages of a
+    ``.proto``) also has ``select(model, path=None, name=None)``, the model narrowed to the type a
+    Confluent message-index ``path`` (a tuple; None: the schema's own type) or a full ``name``
+    gives, and ``type_name(model)``, the full name of a narrowed model's type. The pipeline then
+    reads each row as the type its prefix names and keeps rows of other types out of the output.
     """
 
     name: str

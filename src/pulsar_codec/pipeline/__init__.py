@@ -53,12 +53,28 @@ def _reader_token(reader_schema: Any) -> Any:
 
 
 def _decoder_for(
-    registry: Any, protocol: Any, reader_schema: Any, on_error: str, reader_subject: str | None, format: str | None
+    registry: Any,
+    protocol: Any,
+    reader_schema: Any,
+    on_error: str,
+    reader_subject: str | None,
+    format: str | None,
+    message: str | None = None,
+    threads: int = 1,
 ) -> MessageDecoder:
-    proto = wire.protocol_by_name(protocol)
+    proto = None if protocol is None else wire.protocol_by_name(protocol)
     token = _reader_token(reader_schema)
     by_identity = isinstance(token, tuple) and token[0] == "id"
-    key = (id(registry), proto.name, token, on_error, reader_subject, format)
+    key = (
+        id(registry),
+        None if proto is None else proto.name,
+        token,
+        on_error,
+        reader_subject,
+        format,
+        message,
+        threads,
+    )
     with _DECODERS_LOCK:
         hit = _DECODERS.get(key)
         if hit is not None and hit[0] is registry and (hit[1] is reader_schema or not by_identity):
@@ -71,6 +87,8 @@ def _decoder_for(
         reader_subject=reader_subject,
         on_error=on_error,
         format=format,
+        message=message,
+        threads=threads,
     )
     with _DECODERS_LOCK:
         _DECODERS[key] = (registry, reader_schema, decoder)
@@ -83,18 +101,21 @@ def decode(
     messages: Any,
     registry: Any,
     *,
-    protocol: Any = wire.CONFLUENT,
+    protocol: Any = None,
     reader_schema: Any = None,
     on_error: str = "raise",
     reader_subject: str | None = None,
     format: str | None = None,
+    message: str | None = None,
+    threads: int = 1,
 ) -> pa.RecordBatch | Decoded:
     """Decode framed messages with mixed schema ids into one RecordBatch, in input order.
 
     The same as ``MessageDecoder(registry, protocol=..., reader_schema=..., on_error=...,
-    reader_subject=..., format=...).decode(messages)`` (see :class:`MessageDecoder` for every
-    parameter; ``format`` names the payload format when the registry cannot, e.g. ``"JSON"`` for a
-    Mapping of JSON schemas). The last few decoders
+    reader_subject=..., format=..., message=..., threads=...).decode(messages)`` (see
+    :class:`MessageDecoder` for every parameter; ``format`` names the payload format when the
+    registry cannot, e.g. ``"JSON"`` or ``"PROTOBUF"`` for a Mapping of schemas; ``protocol``
+    defaults to Confluent's prefix, with the message-index path for Protobuf). The last few decoders
     are kept, keyed by the identity of ``registry`` and ``reader_schema``, so repeated calls
     parse and plan once.
 
@@ -103,7 +124,8 @@ def decode(
     pa.RecordBatch or Decoded
     """
     check_on_error(on_error)
-    return _decoder_for(registry, protocol, reader_schema, on_error, reader_subject, format).decode(messages)
+    decoder = _decoder_for(registry, protocol, reader_schema, on_error, reader_subject, format, message, threads)
+    return decoder.decode(messages)
 
 
 def encode(
@@ -111,12 +133,13 @@ def encode(
     registry: Any,
     subject: str,
     *,
-    protocol: Any = wire.CONFLUENT,
+    protocol: Any = None,
     schema: Any = None,
     schema_id: Any = None,
     use_latest: bool = False,
     auto_register: bool = True,
     format: str | None = None,
+    message: str | None = None,
 ) -> pa.Array:
     """Encode Arrow rows as framed messages; the reverse of :func:`decode`.
 
@@ -126,7 +149,9 @@ def encode(
     else the one in the batch's ``b"avro.schema"`` metadata, else one derived from the Arrow schema
     and named after the subject's record. It is registered under ``subject`` (or added to a mutable
     Mapping registry) unless ``auto_register=False``, which only looks its id up. ``format`` is
-    the payload format (``"AVRO"`` by default, ``"JSON"``).
+    the payload format (``"AVRO"`` by default, ``"JSON"``, ``"PROTOBUF"``; ``message`` the Protobuf
+    message written). ``protocol`` defaults to Confluent's prefix, with the message-index path of the
+    written message for Protobuf.
 
     Returns
     -------
@@ -142,5 +167,6 @@ def encode(
         use_latest=use_latest,
         auto_register=auto_register,
         format=format,
+        message=message,
     )
     return encoder.encode(batch)

@@ -9,10 +9,12 @@ copying. With ``on_error="null"`` rows whose id is unknown or unreadable become 
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +30,14 @@ from ..registry.lookup import RegistrySource, fetch_schema, portable
 from ._common import DEFAULT_CACHE_SIZE, ParsedSchema, latest_version, lone_subject
 
 __all__ = ["Decoded", "MessageDecoder"]
+
+
+class _Pathed(NamedTuple):
+    """A registry key and the Protobuf message-index path a row gives with it (None: no path, the
+    schema's own message)."""
+
+    key: Any
+    path: tuple[int, ...] | None
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,83 @@ def _per_row_ids(values: Any) -> np.ndarray | list[Any]:
     return items
 
 
+def _with_paths(keys: list[np.ndarray], paths: list[Any]) -> tuple[list[np.ndarray], list[tuple[int, ...]]]:
+    """Per-row keys extended with the row's message-index path, numbered across all chunks:
+    ``(keys, distinct paths)``; the keys sort by registry key, then path number. When every row
+    has the same path (the common case) the keys stay as they are and one path is returned."""
+    if all(len(local) == 1 for _, local in paths) and len({local[0] for _, local in paths}) <= 1:
+        return keys, [paths[0][1][0]] if paths else []
+    distinct: list[tuple[int, ...]] = []
+    numbers: dict[tuple[int, ...], int] = {}
+    out = []
+    for k, (path_no, local) in zip(keys, paths):
+        remap = np.empty(len(local), dtype=np.int32)
+        for i, path in enumerate(local):
+            if path not in numbers:
+                numbers[path] = len(distinct)
+                distinct.append(path)
+            remap[i] = numbers[path]
+        keyed = np.empty(len(k), dtype=np.dtype([("k", k.dtype), ("p", np.int32)]))
+        keyed["k"] = k
+        keyed["p"] = remap[path_no] if len(local) else 0
+        out.append(keyed)
+    return out, distinct
+
+
+def _other_type(writer: ParsedSchema, reader: ParsedSchema) -> str | None:
+    """Why rows of ``writer`` are not of the reader's message type (None when they are, or when the
+    format has one type per schema)."""
+    type_name = getattr(writer.fmt, "type_name", None)
+    if type_name is None:
+        return None
+    got, wanted = type_name(writer.model), type_name(reader.model)
+    if got == wanted:
+        return None
+    return f"message type {got}, the output's is {wanted}"
+
+
+MIN_ROWS_PER_THREAD = 16_384
+"""Rows below which a decode stays on one thread: splitting smaller batches costs more than it saves."""
+
+
+def _split_rows(segments: list[Segment], total: int, threads: int) -> list[tuple[int, list[Segment]]]:
+    """``segments`` cut into up to ``threads`` runs of consecutive rows: ``(first row, segments)``
+    each (one run when the batch is small)."""
+    count = min(threads, total // MIN_ROWS_PER_THREAD)
+    if count <= 1:
+        return [(0, segments)]
+    bounds = [total * i // count for i in range(count + 1)]
+    parts: list[tuple[int, list[Segment]]] = [(bounds[i], []) for i in range(count)]
+    row = 0
+    for seg in segments:
+        n = len(seg.ends) - 1 if isinstance(seg.starts, (int, np.integer)) else len(seg.ends)
+        for i in range(count):
+            lo, hi = max(bounds[i], row), min(bounds[i + 1], row + n)
+            if lo < hi:
+                parts[i][1].append(_rows_of(seg, lo - row, hi - row))
+        row += n
+    return parts
+
+
+def _rows_of(seg: Segment, lo: int, hi: int) -> Segment:
+    """Rows ``lo:hi`` of one segment (views, no copies)."""
+    valid = None if seg.validity is None else seg.validity[lo:hi]
+    plan_ids = None if seg.plan_ids is None else seg.plan_ids[lo:hi]
+    if isinstance(seg.starts, (int, np.integer)):
+        return Segment(seg.data, seg.starts, seg.ends[lo : hi + 1], valid, plan_ids)
+    return Segment(seg.data, seg.starts[lo:hi], seg.ends[lo:hi], valid, plan_ids)
+
+
+def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    """One batch of the parts' rows in order; dictionary columns (enums) with different
+    dictionaries per part are unified first."""
+    try:
+        return pa.concat_batches(batches)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        table = pa.Table.from_batches(batches).unify_dictionaries().combine_chunks()
+        return table.to_batches()[0] if table.num_rows else batches[0]
+
+
 def _newest_last(keys: list[Any]) -> list[Any]:
     """Distinct ids in sort order (the newest last), or as first seen when they do not sort."""
     try:
@@ -137,7 +224,9 @@ class MessageDecoder:
         string form); ``(metadata_id, version)`` for Hortonworks protocol-1 messages. An id's
         schema is looked up once and kept: registries keep an id's schema immutable.
     protocol : wire.Protocol or str
-        The prefix format (default Confluent: ``00`` + 4-byte id).
+        The prefix format. Default: Confluent's (``00`` + 4-byte id), followed by the Protobuf
+        message-index path (``CONFLUENT_PROTOBUF``) when ``format="PROTOBUF"`` or when the
+        registry says a batch's schemas are Protobuf.
     reader_schema : schema, optional
         The schema every message is read as. Default: the newest writer schema of each batch
         (the highest schema id among its non-null messages; for GUIDs, which have no order, the
@@ -163,8 +252,18 @@ class MessageDecoder:
     format : str, optional
         The payload format (a registry ``schemaType``) when the registry does not say (a Mapping);
         default ``"AVRO"``. A registry that reports a different type for an id is an error.
+    message : str, optional
+        Protobuf: the full name of the message type every row is read as (``shop.v1.Order``).
+        Default: the type of the first non-null message. A schema holds several message types, and
+        a row names its type by the message-index path of its prefix (``CONFLUENT_PROTOBUF``) or,
+        without one, is the schema's own (root) message; rows of another type than the output's
+        are error rows of code ``SCHEMA_OTHER_MESSAGE`` (with ``on_error="raise"``, a SchemaError).
     cache_size : int, default 256
         Entries kept in each cache (schemas by id; readers; plans per reader).
+    threads : int, default 1
+        Decode a batch of at least :data:`MIN_ROWS_PER_THREAD` rows per thread on up to this many
+        threads (the kernels release the GIL); ``0`` means one per CPU core. The output is the
+        same as with one thread, errors included.
 
     Notes
     -----
@@ -176,15 +275,23 @@ class MessageDecoder:
         self,
         registry: Any,
         *,
-        protocol: Any = wire.CONFLUENT,
+        protocol: Any = None,
         reader_schema: Any = None,
         reader_subject: str | None = None,
         on_error: str = "raise",
         format: str | None = None,
+        message: str | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
+        threads: int = 1,
     ) -> None:
         if reader_schema is not None and reader_subject is not None:
             raise ValueError("pass reader_schema or reader_subject, not both")
+        # a defaulted Confluent prefix becomes the Protobuf one when the schemas turn out Protobuf
+        self._protocol_auto = protocol is None
+        if protocol is None:
+            protocol = (
+                wire.CONFLUENT_PROTOBUF if format is not None and format.upper() == "PROTOBUF" else wire.CONFLUENT
+            )
         self.protocol: wire.Protocol = wire.protocol_by_name(protocol)
         if format is None and reader_schema is not None:
             format = format_of_model(reader_schema)  # a parsed JSON reader reads JSON without format=
@@ -193,9 +300,15 @@ class MessageDecoder:
         self.on_error = on_error
         self._keep_going = check_on_error(on_error)
         self.format = None if format is None else get_format(format).name
+        self.message = message
         self.cache_size = int(cache_size)
+        if int(threads) < 0:
+            raise ValueError(f"threads must be >= 0 (0: one per core), got {threads}")
+        self.threads = int(threads) or (os.cpu_count() or 1)
         self._registry = RegistrySource(registry, create=False)
         self._schemas: LRU[Any, ParsedSchema] = LRU(self.cache_size)
+        # writer schemas narrowed to one message type, by (registry key, message-index path)
+        self._selected: LRU[tuple[Any, Any], ParsedSchema] = LRU(self.cache_size)
         self._readers: LRU[tuple[str, str], _ReaderPlans] = LRU(self.cache_size)
         self._given_readers: LRU[str, ParsedSchema] = LRU(8)
         # decode_value's plan per schema id (a plain dict: one lookup per message; bounded below)
@@ -237,7 +350,7 @@ class MessageDecoder:
 
     def _given_reader(self, fmt: PayloadFormat) -> ParsedSchema:
         def parse() -> ParsedSchema:
-            model = fmt.parse(self.reader_schema)
+            model = self._narrowed(fmt, fmt.parse(self.reader_schema))
             return ParsedSchema(fmt, model, fmt.schema_key(model))
 
         return self._given_readers.get_or_make(fmt.name, parse)
@@ -254,20 +367,25 @@ class MessageDecoder:
             raise SchemaError("no reader schema: the batch holds no non-null message; pass reader_schema")
         return resolved.fmt, resolved.plans
 
-    def _resolve(self, keys: Sequence[Any], tolerate: bool) -> _Resolved:
+    def _resolve(self, keys: Sequence[Any], tolerate: bool, first: int | None = None) -> _Resolved:
         """One plan per schema id in ``keys`` (sorted; the last is the newest).
 
         With ``tolerate``, an id the registry does not know, or whose writer schema the reader
         cannot read, gets the reader's base plan and an entry in ``bad`` (its rows become error
         rows); otherwise the SchemaNotFoundError or SchemaError raises. A registry that cannot be
         reached raises either way: a later retry would succeed, so its rows are not bad data.
+        ``first`` is the position in ``keys`` of the batch's first non-null row, whose message
+        type is the output's when the format has several per schema and ``message`` is not set.
         """
         writers: list[ParsedSchema | None] = []
         bad: dict[int, tuple[ErrorCode, Any, str]] = {}
         for i, k in enumerate(keys):
+            path = None
+            if isinstance(k, _Pathed):
+                k, path = k
             key = registry_key(k)
             try:
-                writers.append(self._writer(key))
+                writers.append(self._selected_writer(key, path))
             except SchemaNotFoundError:
                 if not tolerate:
                     raise
@@ -286,6 +404,18 @@ class MessageDecoder:
         reader = self._known_reader(known[0].fmt if known else None)
         if reader is None and known:
             reader = known[-1]
+            type_name = getattr(reader.fmt, "type_name", None)
+            if type_name is not None:  # several types per schema: the newest writer of the output's type
+                wanted = self.message
+                if wanted is None:
+                    lead = writers[first] if first is not None and first < len(writers) else None
+                    wanted = type_name((lead or known[0]).model)
+                same = [w for w in known if type_name(w.model) == wanted]
+                if same:
+                    reader = same[-1]
+                else:  # no row is of the asked type: read as it anyway (SchemaError if no schema has it)
+                    model = self._narrowed(reader.fmt, reader.model)
+                    reader = ParsedSchema(reader.fmt, model, reader.fmt.schema_key(model))
         if reader is None:
             reader = self._default_reader()
         if reader is None:  # no id readable and no reader given: nothing defines the columns
@@ -296,15 +426,23 @@ class MessageDecoder:
             if w is None:
                 out.append(plans.base)
                 continue
+            key = registry_key(keys[i].key if isinstance(keys[i], _Pathed) else keys[i])
             try:
                 if w.fmt.name != reader.fmt.name:
-                    raise SchemaError(f"schema id {keys[i]} is a {w.fmt.name} schema; the reader is {reader.fmt.name}")
+                    raise SchemaError(f"schema id {key} is a {w.fmt.name} schema; the reader is {reader.fmt.name}")
+                other = _other_type(w, reader)
+                if other is not None:
+                    if not tolerate:
+                        raise SchemaError(f"schema id {key}: {other}")
+                    out.append(plans.base)
+                    bad[i] = (ErrorCode.SCHEMA_OTHER_MESSAGE, key, other)
+                    continue
                 out.append(plans.plan(w))
             except SchemaError as exc:
                 if not tolerate:
                     raise
                 out.append(plans.base)
-                bad[i] = (ErrorCode.SCHEMA_UNRESOLVABLE, registry_key(keys[i]), str(exc))
+                bad[i] = (ErrorCode.SCHEMA_UNRESOLVABLE, key, str(exc))
         return _Resolved(reader.fmt, out or [plans.base], bad)
 
     def _known_reader(self, fmt: PayloadFormat | None) -> ParsedSchema | None:
@@ -319,8 +457,39 @@ class MessageDecoder:
     def _subject_reader(self, subject: Any) -> ParsedSchema:
         schema_id, fetched = latest_version(self._registry.get(), subject)
         fmt = get_format(fetched.schema_type or self.format)
-        model = fmt.parse(fetched.schema, fetched.references or None)
+        references = fetched.references or None
+        resolve = getattr(fmt, "resolve_references", None)
+        if references and resolve is not None:
+            references = resolve(self._registry.get(), references)
+        model = self._narrowed(fmt, fmt.parse(fetched.schema, references))
         return ParsedSchema(fmt, model, fmt.schema_key(model))
+
+    def _narrowed(self, fmt: PayloadFormat, model: Any) -> Any:
+        """A reader model narrowed to ``message`` (formats of several types per schema)."""
+        select = getattr(fmt, "select", None)
+        if select is None:
+            if self.message is not None:
+                raise SchemaError(f"message={self.message!r} applies to Protobuf schemas; this is a {fmt.name} schema")
+            return model
+        return select(model, name=self.message)
+
+    def _selected_writer(self, key: Any, path: tuple[int, ...] | None) -> ParsedSchema:
+        """The writer schema of ``key`` narrowed to the message type ``path`` names, for formats
+        with several types per schema (:meth:`PayloadFormat.select`); the schema itself otherwise."""
+        writer = self._writer(key)
+        select = getattr(writer.fmt, "select", None)
+        if select is None:
+            if self.message is not None:
+                raise SchemaError(
+                    f"message={self.message!r} applies to Protobuf schemas; schema id {key} is a {writer.fmt.name} schema"
+                )
+            return writer
+
+        def narrow() -> ParsedSchema:
+            model = select(writer.model, path=path)
+            return ParsedSchema(writer.fmt, model, writer.fmt.schema_key(model))
+
+        return self._selected.get_or_make((key, path), narrow)
 
     def _default_reader(self) -> ParsedSchema | None:
         """The reader of a batch with no readable message and no configured reader: the registry's
@@ -378,15 +547,30 @@ class MessageDecoder:
         SchemaError
             A writer schema the reader schema cannot read.
         """
+        chunks, total = binary_chunks(messages, native_offsets=True)
+        return self._decode_chunks(chunks, total)
+
+    def _protobuf_prefix(self, resolved: _Resolved) -> bool:
+        """Switch a defaulted Confluent prefix to ``CONFLUENT_PROTOBUF`` once the registry says the
+        schemas are Protobuf (whose Confluent prefix always holds a message-index path); True when
+        it switched, and the batch is then unframed again."""
+        if self._protocol_auto and self.protocol is wire.CONFLUENT and resolved.fmt is not None:
+            if resolved.fmt.name == "PROTOBUF":
+                self.protocol = wire.CONFLUENT_PROTOBUF
+                return True
+        return False
+
+    def _decode_chunks(self, chunks: list[Chunk], total: int) -> pa.RecordBatch | Decoded:
         keep_going = self._keep_going
         protocol = self.protocol
-        chunks, total = binary_chunks(messages, native_offsets=True)
         wire_errors: list[tuple[Any, ...]] = []
         chunks = inflate_chunks(chunks, protocol, keep_going, wire_errors)  # zlib AWS Glue bodies
         single = single_id(chunks, protocol)
         if single is not None:
             # one schema id, every prefix valid: the payload format skips the fixed prefix itself
             resolved = self._resolve(single, keep_going)
+            if self._protobuf_prefix(resolved):
+                return self._decode_chunks(chunks, total)
             skip = PREFIX_SIZE[protocol.kind]
             segments = []
             for c in chunks:
@@ -398,11 +582,22 @@ class MessageDecoder:
         else:
             parts = [unframe_parts(c, protocol, keep_going, wire_errors) for c in chunks]
             keys = [row_keys(protocol, *p[:4]) for p in parts]
+            paths = None
+            if protocol.protobuf:
+                keys, paths = _with_paths(keys, [p[6] for p in parts])
             live = [k if p[5] is None else k[p[5]] for k, p in zip(keys, parts)]
             unique = np.unique(np.concatenate(live)) if live else np.zeros(0, dtype=np.int64)
-            resolved = self._resolve(list(unique), keep_going)
+            first = next((int(np.searchsorted(unique, k[0])) for k in live if len(k)), None)
+            unique_keys: list[Any] = list(unique)
+            if paths is not None and unique.dtype.names is not None and "p" in unique.dtype.names:
+                unique_keys = [_Pathed(u["k"], paths[int(u["p"])]) for u in unique_keys]
+            elif paths is not None:  # one path for every row
+                unique_keys = [_Pathed(u, paths[0] if paths else None) for u in unique_keys]
+            resolved = self._resolve(unique_keys, keep_going, first)
+            if self._protobuf_prefix(resolved):
+                return self._decode_chunks(chunks, total)
             segments = []
-            for chunk, k, (_, _, _, _, starts, valid) in zip(chunks, keys, parts):
+            for chunk, k, (_, _, _, _, starts, valid, _) in zip(chunks, keys, parts):
                 plan_ids = None
                 if len(resolved.plans) > 1 or resolved.bad:
                     plan_ids = np.searchsorted(unique, k).astype(np.int32)
@@ -421,8 +616,22 @@ class MessageDecoder:
         keep_going = self._keep_going
         if resolved.fmt is None:  # no readable message and no reader known: rows without columns
             return _finish(_no_columns(total), [], wire_errors, keep_going, total)
-        batch, errors = resolved.fmt.decode(resolved.plans, segments, keep_going)
-        return _finish(batch, errors, wire_errors, keep_going, total)
+        parts = _split_rows(segments, total, self.threads)
+        if len(parts) == 1:
+            batch, errors = resolved.fmt.decode(resolved.plans, segments, keep_going)
+            return _finish(batch, errors, wire_errors, keep_going, total)
+        fmt, plans = resolved.fmt, resolved.plans
+        with ThreadPoolExecutor(len(parts)) as pool:
+            results = list(pool.map(lambda part: fmt.decode(plans, part[1], keep_going), parts))
+        errors = []
+        for (first, _), (_, part_errors) in zip(parts, results):
+            errors += [(code, first + index, offset, detail) for code, index, offset, detail in part_errors]
+            if part_errors and not keep_going:
+                break  # the first bad row of the earliest part with one is the one a single pass meets
+        batches = [batch for batch, _ in results]
+        if not keep_going and errors:
+            return _finish(batches[0], errors, wire_errors, keep_going, total)
+        return _finish(_concat(batches), errors, wire_errors, keep_going, total)
 
     def decode_payloads(self, payloads: Any, schema_ids: Any) -> pa.RecordBatch | Decoded:
         """Decode unframed payloads whose schema ids come separately (PIP-420 metadata, a header).
@@ -482,18 +691,27 @@ class MessageDecoder:
         """
         if payload is None:
             return None
+        original = payload
         start = 0
         if schema_id is not None:
             key = schema_id
         elif self.protocol is wire.CONFLUENT and len(payload) >= 5 and payload[0] == 0:
             key = int.from_bytes(payload[1:5], "big")  # the common prefix, read without a kernel call
             start = 5
+        elif self.protocol.protobuf:
+            key, indexes, body = self.protocol.unpack_indexes(payload)
+            key = _Pathed(key, tuple(indexes))
+            payload, start = body, 0
         else:
             key, body = self.protocol.unpack(payload)  # raises the wire error decode() raises
             payload, start = body, 0
         found = self._value_plans.get(key)
         if found is None:
             found = self._value_plan(key)
+            if self._protocol_auto and self.protocol is wire.CONFLUENT and found[0].name == "PROTOBUF":
+                self.protocol = wire.CONFLUENT_PROTOBUF  # its Confluent prefix holds a message-index path
+                self._value_plans.clear()
+                return self.decode_value(payload if schema_id is not None else original, schema_id)
         if type(payload) is not bytes:
             payload = memoryview(payload).cast("B")
         return found[0].decode_value(found[1], payload, start)
@@ -549,12 +767,14 @@ class MessageDecoder:
         # other formats' models travel as they are: they carry read options (JSON keep_extra, validate)
         return {
             "registry": portable(self._registry.given, type(self).__name__),
-            "protocol": self.protocol.name,
+            "protocol": None if self._protocol_auto else self.protocol.name,
             "reader_schema": reader,
             "reader_subject": self.reader_subject,
             "on_error": self.on_error,
             "format": self.format,
+            "message": self.message,
             "cache_size": self.cache_size,
+            "threads": self.threads,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:

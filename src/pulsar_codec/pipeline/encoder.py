@@ -36,7 +36,9 @@ class MessageEncoder:
         ``schema_id`` and ``schema``.
     subject : str, optional
         The subject to register under (informational for a Mapping).
-    protocol : wire.Protocol or str
+    protocol : wire.Protocol or str, optional
+        The prefix written before each payload. Default: ``CONFLUENT_PROTOBUF`` (Confluent's prefix
+        and the message-index path of the written message) for Protobuf, else ``CONFLUENT``.
     schema : schema, optional
         The writer schema. Default: from each batch (a schema kept in its Arrow metadata, such as
         Avro's ``b"avro.schema"``, else one derived from the Arrow schema).
@@ -52,6 +54,8 @@ class MessageEncoder:
         Register the writer schema under ``subject`` (the registry checks compatibility). False:
         only look its id up (confluent-kafka's ``auto.register.schemas=False``); a schema the
         subject does not hold raises :class:`~pulsar_codec.errors.SchemaNotFoundError`.
+    message : str, optional
+        Protobuf: the full name of the message type written (default: the schema's first message).
 
     A writer schema derived from Arrow is a record named after the subject: the full name of the
     subject's latest record when the subject has one (so a new version stays compatible), else the
@@ -69,12 +73,13 @@ class MessageEncoder:
         registry: Any,
         subject: str | None = None,
         *,
-        protocol: Any = wire.CONFLUENT,
+        protocol: Any = None,
         schema: Any = None,
         schema_id: Any = None,
         format: str | None = None,
         use_latest: bool = False,
         auto_register: bool = True,
+        message: str | None = None,
     ) -> None:
         given = [n for n, v in (("schema", schema), ("schema_id", schema_id)) if v is not None]
         if use_latest and given:
@@ -82,15 +87,20 @@ class MessageEncoder:
         if use_latest and subject is None:
             raise ValueError("use_latest=True needs a subject")
         self.subject = subject
+        self.format = get_format(format).name
+        if protocol is None:
+            protocol = wire.CONFLUENT_PROTOBUF if self.format == "PROTOBUF" else wire.CONFLUENT
         self.protocol: wire.Protocol = wire.protocol_by_name(protocol)
+        self.message = message
         self.schema = schema
         self.schema_id = schema_id
         self.use_latest = bool(use_latest)
         self.auto_register = bool(auto_register)
         self._latest_id: Any = None
         self._record_name: str | None = None
-        self.format = get_format(format).name
         self._fmt = get_format(self.format)
+        if message is not None and getattr(self._fmt, "select", None) is None:
+            raise ValueError(f"message= applies to Protobuf schemas; this encoder writes {self.format}")
         self._registry = RegistrySource(registry)
         self._fixed: ParsedSchema | None = None
         self._lock = threading.Lock()
@@ -104,7 +114,25 @@ class MessageEncoder:
         return self._registry.given
 
     def _schema(self, model: Any) -> ParsedSchema:
+        select = getattr(self._fmt, "select", None)
+        if select is not None:  # several message types per schema: the one written
+            model = select(model, name=self.message)
         return ParsedSchema(self._fmt, model, self._fmt.schema_key(model))
+
+    def _parse_fetched(self, fetched: Any) -> Any:
+        references = fetched.references or None
+        resolve = getattr(self._fmt, "resolve_references", None)
+        if references and resolve is not None:  # formats whose parser needs the referenced texts
+            references = resolve(self._registry.get(), references)
+        return self._fmt.parse(fetched.schema, references)
+
+    def _frame(self, payloads: pa.Array, schema_id: Any, writer: ParsedSchema) -> pa.Array:
+        indexes = None
+        type_path = getattr(self._fmt, "type_path", None)
+        if self.protocol.protobuf and type_path is not None:
+            indexes = type_path(writer.model)
+        framed: pa.Array = wire.frame(payloads, schema_id, self.protocol, message_indexes=indexes)
+        return framed
 
     def encode_value(self, value: Any, *, framed: bool = True) -> bytes:
         """One framed message for one Python value (a dict for a record), for per-message producers.
@@ -144,7 +172,7 @@ class MessageEncoder:
         schema_id = self._id_for(writer)
         if isinstance(schema_id, (int, np.integer)):
             schema_id = int(schema_id)
-        prefix = wire.frame(pa.array([b""], pa.binary()), schema_id, self.protocol)[0].as_py()
+        prefix = self._frame(pa.array([b""], pa.binary()), schema_id, writer)[0].as_py()
         encoder = self._encoders.get_or_make(writer.key, lambda: self._fmt.encoder(writer.model))
         self._value_writer = (prefix, encoder)
         return self._value_writer
@@ -156,7 +184,7 @@ class MessageEncoder:
         if self.use_latest:
             assert self.subject is not None  # checked in __init__
             schema_id, fetched = latest_version(self._registry.get(), self.subject)
-            model = self._fmt.parse(fetched.schema, fetched.references or None)
+            model = self._parse_fetched(fetched)
             with self._lock:
                 self._latest_id = schema_id
                 self._fixed = self._schema(model)
@@ -166,7 +194,7 @@ class MessageEncoder:
                 model = self._fmt.parse(self.schema)
             else:
                 fetched = fetch_schema(self._registry.get(), self.schema_id)
-                model = self._fmt.parse(fetched.schema, fetched.references or None)
+                model = self._parse_fetched(fetched)
             with self._lock:
                 self._fixed = self._schema(model)
             return self._fixed
@@ -210,7 +238,7 @@ class MessageEncoder:
         if isinstance(registry, Mapping):
             for k in list(registry):
                 try:
-                    if self._fmt.schema_key(self._fmt.parse(fetch_schema(registry, k).schema)) == writer.key:
+                    if self._schema(self._fmt.parse(fetch_schema(registry, k).schema)).key == writer.key:
                         return k
                 except (SchemaError, TypeError):
                     continue
@@ -259,11 +287,14 @@ class MessageEncoder:
         pa.BinaryArray
             One framed message per row (a null where the row is a null message).
         """
-        schema_id, payloads = self.encode_payloads(batch)
+        data = as_table_like(batch)
+        writer = self._writer(data)
+        schema_id = self._id_for(writer)
+        encoder = self._encoders.get_or_make(writer.key, lambda: self._fmt.encoder(writer.model))
+        payloads = encoder.encode(data)
         if isinstance(schema_id, (int, np.integer)):
             schema_id = int(schema_id)
-        framed: pa.Array = wire.frame(payloads, schema_id, self.protocol)
-        return framed
+        return self._frame(payloads, schema_id, writer)
 
     def __getstate__(self) -> dict[str, Any]:
         schema = self.schema
@@ -278,6 +309,7 @@ class MessageEncoder:
             "format": self.format,
             "use_latest": self.use_latest,
             "auto_register": self.auto_register,
+            "message": self.message,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
