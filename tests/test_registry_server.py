@@ -3,10 +3,12 @@ AvroSerializer and AvroDeserializer, plus raw HTTP checks of the Confluent error
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import socket
 import struct
+import uuid
 import warnings
 
 import fastavro
@@ -247,17 +249,25 @@ def test_error_bodies_and_content_type(http):
     assert http.get("/mode").json() == {"mode": "READWRITE"}
 
 
+def guid_of(schema_text: str) -> str:
+    """Confluent's GUID of a schema without references: the MD5 of its text, read as a UUID."""
+    return str(uuid.UUID(bytes=hashlib.md5(schema_text.encode()).digest()))
+
+
 def test_register_lookup_versions_and_params(http, reg):
+    g1, g2 = guid_of(text(EVENT_V1)), guid_of(text(EVENT_V2))
     r = http.post("/subjects/a/versions?normalize=false&unknown=1", json={"schema": text(EVENT_V1)})
-    assert r.status_code == 200 and r.json() == {"id": 1}
-    assert http.post("/subjects/b/versions", json={"schema": text(EVENT_V1)}).json() == {"id": 1}
-    assert http.post("/subjects/b/versions", json={"schema": text(EVENT_V2)}).json() == {"id": 2}
+    # Confluent's full register answer (its newer versions; older clients read only "id")
+    assert r.status_code == 200 and r.json() == {"id": 1, "version": 1, "schema": text(EVENT_V1), "guid": g1}
+    assert http.post("/subjects/b/versions", json={"schema": text(EVENT_V1)}).json()["id"] == 1
+    assert http.post("/subjects/b/versions", json={"schema": text(EVENT_V2)}).json()["id"] == 2
     r = http.post("/subjects/b", json={"schema": text(EVENT_V2)})
-    assert r.json() == {"subject": "b", "version": 2, "id": 2, "schema": text(EVENT_V2)}
+    assert r.json() == {"subject": "b", "version": 2, "id": 2, "schema": text(EVENT_V2), "guid": g2}
     assert http.get("/subjects/b/versions/latest").json()["version"] == 2
     assert json.loads(http.get("/subjects/b/versions/1/schema").text) == EVENT_V1
     assert json.loads(http.get("/schemas/ids/2/schema").text) == EVENT_V2
-    assert http.get("/schemas/ids/1").json() == {"schema": text(EVENT_V1)}  # no schemaType for AVRO
+    assert http.get("/schemas/ids/1").json() == {"schema": text(EVENT_V1), "guid": g1}  # no schemaType for AVRO
+    assert http.get(f"/schemas/guids/{g2}").json() == {"schema": text(EVENT_V2), "guid": g2}
     assert http.get("/schemas/ids/1/versions").json() == [
         {"subject": "a", "version": 1},
         {"subject": "b", "version": 1},
@@ -358,7 +368,7 @@ def test_server_owning_a_database_path_stops_cleanly(tmp_path):
     assert srv.start() is srv  # starting twice is harmless
     assert "127.0.0.1" in repr(srv)
     with httpx.Client(base_url=srv.url) as h:
-        assert h.post("/subjects/s/versions", json={"schema": text(EVENT_V1)}).json() == {"id": 1}
+        assert h.post("/subjects/s/versions", json={"schema": text(EVENT_V1)}).json()["id"] == 1
     port = srv.port
     srv.stop()
     with socket.socket() as probe:
@@ -532,7 +542,7 @@ def test_body_limit_is_configurable(reg):
     large = json.dumps({"schema": text(EVENT_V2)}).encode()
     assert len(small) <= 200 < len(large)
     status, body, _ = call_app(app, "POST", "/subjects/s/versions", {}, [small])
-    assert (status, body) == (200, {"id": 1})
+    assert (status, body["id"]) == (200, 1)
     status, body, _ = call_app(app, "POST", "/subjects/t/versions", {"content-length": str(len(large))}, [large])
     assert status == 413 and "200 bytes" in body["message"]
     status, _, _ = call_app(app, "POST", "/subjects/t/versions", {}, [large[:150], large[150:]])

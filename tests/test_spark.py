@@ -8,6 +8,7 @@ import io
 import json
 import pickle
 import struct
+import uuid
 
 import fastavro
 import pyarrow as pa
@@ -192,8 +193,12 @@ def test_other_protocols(spark):
     msgs = [wire.HORTONWORKS.pack(5, body(V1, {"id": 2, "name": "b"}))]
     out = pcs.decode(frame_of(spark, msgs), registry=schemas, protocol="hortonworks")
     assert [as_dict(r["decoded"]) for r in collect_sorted(out)] == [{"id": 2, "name": "b"}]
-    with pytest.raises(ValueError, match="CONFLUENT_GUID"):
-        pcs.decode(frame_of(spark, msgs), registry=schemas, protocol=wire.CONFLUENT_GUID)
+    # GUID frames: a Mapping may be keyed by the GUID's text (the registry's GUID lookups are in
+    # test_spark_headers.py)
+    guid = "89791762-2336-4186-9674-299b90a802e2"
+    msgs = [wire.CONFLUENT_GUID.pack(uuid.UUID(guid), body(V1, {"id": 3, "name": "c"}))]
+    out = pcs.decode(frame_of(spark, msgs), registry={guid: V1}, protocol=wire.CONFLUENT_GUID)
+    assert [as_dict(r["decoded"]) for r in collect_sorted(out)] == [{"id": 3, "name": "c"}]
 
 
 def test_unknown_id_is_an_error_row(spark):

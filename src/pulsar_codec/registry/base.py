@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import abc
+import hashlib
 import json
-from dataclasses import dataclass
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
 from ..compat import CompatibilityResult, Strategy
-from ..errors import RegistryError, SchemaNotFoundError
+from ..errors import RegistryError, SchemaError, SchemaNotFoundError
 
 __all__ = [
     "DEFAULT_COMPATIBILITY",
@@ -17,8 +20,12 @@ __all__ = [
     "RegisteredSchema",
     "Registry",
     "ErrorCodes",
+    "SchemaReference",
+    "confluent_guid",
     "not_found",
+    "parse_guid",
     "parse_version",
+    "references_of",
     "schema_text",
     "soft_delete_error",
 ]
@@ -42,6 +49,7 @@ class ErrorCodes:
     INVALID_SCHEMA = 42201
     INVALID_VERSION = 42202
     INVALID_COMPATIBILITY_LEVEL = 42203
+    REFERENCE_EXISTS = 42206
     STORE_ERROR = 50001
 
 
@@ -74,6 +82,108 @@ def schema_text(schema: Any) -> str:
 
 
 @dataclass(frozen=True)
+class SchemaReference:
+    """A schema reference: another registered schema this one uses (a Protobuf import, a JSON
+    Schema ``$ref`` document), named as the referring schema names it.
+
+    Attributes
+    ----------
+    name : str
+        The name the referring schema uses (the import path ``common/money.proto``, the ``$ref``).
+    subject : str
+        The subject holding the referenced schema.
+    version : int
+        Its version; ``-1`` (only when registering) means the subject's latest version, which the
+        registry stores in its place, as Confluent's does.
+    """
+
+    name: str
+    subject: str
+    version: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Confluent REST form, ``{"name", "subject", "version"}``."""
+        return {"name": self.name, "subject": self.subject, "version": self.version}
+
+
+def _reference(ref: Any) -> SchemaReference:
+    if isinstance(ref, SchemaReference):
+        return ref
+    if isinstance(ref, Mapping):
+        name, subject, version = ref.get("name"), ref.get("subject"), ref.get("version")
+    elif isinstance(ref, tuple) and len(ref) == 3:
+        name, subject, version = ref
+    else:  # confluent-kafka's SchemaReference and other objects with the three attributes
+        name, subject, version = (getattr(ref, a, None) for a in ("name", "subject", "version"))
+    if isinstance(version, str) and version.strip().lower() == "latest":
+        version = -1
+    elif isinstance(version, str) and version.strip().lstrip("-").isdigit():
+        version = int(version)
+    if (
+        not isinstance(name, str)
+        or not name
+        or not isinstance(subject, str)
+        or not subject
+        or isinstance(version, bool)
+        or not isinstance(version, int)
+        or not (version == -1 or 1 <= version <= 2**31 - 1)
+    ):
+        raise SchemaError(f"Invalid reference: {ref!r} (a reference needs a name, a subject and a version)")
+    return SchemaReference(name, subject, version)
+
+
+def references_of(references: Iterable[Any] | None) -> tuple[SchemaReference, ...]:
+    """Schema references as :class:`SchemaReference` s, from this class, dicts with ``name``,
+    ``subject`` and ``version`` (the REST form), confluent-kafka ``SchemaReference`` objects or
+    ``(name, subject, version)`` tuples; ``version`` ``"latest"`` is ``-1``.
+
+    Raises
+    ------
+    SchemaError
+        A reference without a name or subject, or with a version that is not a positive int or
+        -1 (Confluent's "Invalid reference", error 42201).
+    """
+    if references is None:
+        return ()
+    if isinstance(references, (str, bytes, Mapping)):
+        raise SchemaError("references must be a list of references")
+    return tuple(_reference(r) for r in references)
+
+
+def confluent_guid(schema: str, references: Iterable[SchemaReference] = ()) -> uuid.UUID:
+    """A schema's GUID as Confluent's registry derives it: the MD5 digest of the schema text
+    (UTF-8), then of each reference's name, subject and version (a 4-byte big-endian int), in
+    order, read as a UUID (most significant byte first).
+
+    Confluent hashes the text it stores (its canonical form of the schema); the embedded registry
+    hashes the text it stores (the first text registered for the schema), so the same text with
+    the same references has the same GUID in both.
+    """
+    digest = hashlib.md5(schema.encode("utf-8"), usedforsecurity=False)
+    for ref in references:
+        digest.update(ref.name.encode("utf-8"))
+        digest.update(ref.subject.encode("utf-8"))
+        digest.update(int(ref.version).to_bytes(4, "big", signed=True))
+    return uuid.UUID(bytes=digest.digest())
+
+
+def parse_guid(guid: Any) -> uuid.UUID:
+    """A GUID from a ``uuid.UUID``, its text (with or without dashes) or its 16 bytes; anything
+    else is an unknown schema (SchemaNotFoundError, 40403), as Confluent answers a malformed one."""
+    if isinstance(guid, uuid.UUID):
+        return guid
+    try:
+        if isinstance(guid, (bytes, bytearray, memoryview)) and len(guid) == 16:
+            return uuid.UUID(bytes=bytes(guid))
+        if isinstance(guid, str):
+            return uuid.UUID(guid.strip())
+    except ValueError:
+        pass
+    shown = str(guid) if len(str(guid)) <= 40 else str(guid)[:40] + "..."
+    raise not_found(f"Schema {shown} not found", ErrorCodes.SCHEMA_NOT_FOUND)
+
+
+@dataclass(frozen=True)
 class RegisteredSchema:
     """A schema as a registry knows it.
 
@@ -87,6 +197,11 @@ class RegisteredSchema:
         ``"AVRO"``, ``"JSON"`` or ``"PROTOBUF"``.
     subject, version : str or None, int or None
         Where it was found, when the lookup was by subject.
+    references : tuple of SchemaReference
+        The schemas this one refers to (empty for a self-contained schema).
+    guid : str or None
+        The schema's GUID (Confluent's ``guid``, what the ``01`` wire prefix carries), when the
+        registry gives one. Derived from the text and the references, so not compared.
     """
 
     id: int
@@ -94,6 +209,8 @@ class RegisteredSchema:
     schema_type: str = "AVRO"
     subject: str | None = None
     version: int | None = None
+    references: tuple[SchemaReference, ...] = ()
+    guid: str | None = field(default=None, compare=False)
 
     @property
     def schema_id(self) -> int:
@@ -117,16 +234,30 @@ class Registry(abc.ABC):
     ``"latest"`` (``-1`` means latest too).
     """
 
-    @abc.abstractmethod
-    def register(self, subject: str, schema: Any, schema_type: str = "AVRO") -> int:
+    def register(self, subject: str, schema: Any, schema_type: str = "AVRO", references: Any = None) -> int:
         """Register ``schema`` under ``subject`` (after the compatibility check) and return its id.
 
         A schema already live under the subject returns its id without a new version.
+        ``references`` lists the registered schemas it refers to (see :func:`references_of`): a
+        reference to a subject or version that does not exist is a SchemaError, and the same text
+        with other references is another schema (another id).
         """
+        return self.register_full(subject, schema, schema_type, references).id
+
+    @abc.abstractmethod
+    def register_full(
+        self, subject: str, schema: Any, schema_type: str = "AVRO", references: Any = None
+    ) -> RegisteredSchema:
+        """:meth:`register`, answering with the registered version: id, subject, version,
+        references and GUID (Confluent's full register answer)."""
 
     @abc.abstractmethod
     def get_schema(self, schema_id: int) -> RegisteredSchema:
         """The schema with this global id (soft-deleted versions keep their ids readable)."""
+
+    @abc.abstractmethod
+    def get_schema_by_guid(self, guid: Any) -> RegisteredSchema:
+        """The schema with this GUID (a ``uuid.UUID`` or its text), as ``GET /schemas/guids/{guid}``."""
 
     @abc.abstractmethod
     def get_schema_versions(self, schema_id: int, deleted: bool = False) -> list[tuple[str, int]]:
@@ -141,8 +272,11 @@ class Registry(abc.ABC):
         return self.get_version(subject, "latest")
 
     @abc.abstractmethod
-    def lookup(self, subject: str, schema: Any, schema_type: str = "AVRO", deleted: bool = False) -> RegisteredSchema:
-        """The version of ``subject`` holding ``schema`` (compared by canonical form)."""
+    def lookup(
+        self, subject: str, schema: Any, schema_type: str = "AVRO", deleted: bool = False, references: Any = None
+    ) -> RegisteredSchema:
+        """The version of ``subject`` holding ``schema`` with these ``references`` (compared by
+        canonical form)."""
 
     @abc.abstractmethod
     def list_subjects(self, deleted: bool = False) -> list[str]:
@@ -163,10 +297,15 @@ class Registry(abc.ABC):
 
     @abc.abstractmethod
     def check_compatibility(
-        self, subject: str, schema: Any, version: int | str | None = "latest", schema_type: str = "AVRO"
+        self,
+        subject: str,
+        schema: Any,
+        version: int | str | None = "latest",
+        schema_type: str = "AVRO",
+        references: Any = None,
     ) -> CompatibilityResult:
-        """Check ``schema`` against one version of a subject (``None``: every version the
-        subject's level asks for) under the subject's compatibility level."""
+        """Check ``schema`` (with its ``references``) against one version of a subject (``None``:
+        every version the subject's level asks for) under the subject's compatibility level."""
 
     @abc.abstractmethod
     def get_compatibility(self, subject: str | None = None) -> str:

@@ -12,6 +12,7 @@ import os
 import random
 import ssl
 import time
+import uuid
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -21,7 +22,16 @@ from .._cache import LRU
 from ..compat import CompatibilityResult, Incompatibility, Strategy
 from ..errors import IncompatibleSchemaError, RegistryError, RegistryUnreachableError, SchemaError
 from ._answers import Scrubber, expect_int, expect_list, expect_object
-from .base import ErrorCodes, RegisteredSchema, Registry, not_found, schema_text
+from .base import (
+    ErrorCodes,
+    RegisteredSchema,
+    Registry,
+    SchemaReference,
+    not_found,
+    parse_guid,
+    references_of,
+    schema_text,
+)
 from .config import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TOTAL_TIMEOUT, RegistryConfig
 
 if TYPE_CHECKING:
@@ -37,6 +47,8 @@ _RETRY_STATUS = frozenset({500, 502, 503, 504})
 _UNAVAILABLE_STATUS = frozenset({502, 503, 504})  # after the retries: the registry cannot be reached
 DEFAULT_TIMEOUT = (3.0, 10.0)  # seconds: (connect, read) of one attempt
 _ENTITY = {"id": int, "schema": str}  # what a subject-version answer must hold
+_DESCRIBED: dict[str, type] = {"schemaType": str, "references": list, "guid": str}  # what may describe a schema
+_REFERENCE: dict[str, type] = {"name": str, "subject": str, "version": int}
 _NOT_FOUND = frozenset({ErrorCodes.SUBJECT_NOT_FOUND, ErrorCodes.VERSION_NOT_FOUND, ErrorCodes.SCHEMA_NOT_FOUND})
 
 
@@ -185,6 +197,7 @@ class ConfluentRegistry(Registry):
             headers={"Accept": _ACCEPT},
         )
         self._by_id: LRU[int, RegisteredSchema] = LRU(cache_size)
+        self._by_guid: LRU[str, RegisteredSchema] = LRU(cache_size)
         self._by_schema: LRU[tuple[str, str], int] = LRU(cache_size)
         # what this client was built from, so it can be rebuilt elsewhere (RegistryConfig.of)
         self.config = RegistryConfig(
@@ -213,6 +226,7 @@ class ConfluentRegistry(Registry):
     def clear_caches(self) -> None:
         """Forget every cached schema and id."""
         self._by_id.clear()
+        self._by_guid.clear()
         self._by_schema.clear()
 
     # ---------------------------------------------------------------------------- transport
@@ -356,18 +370,33 @@ class ConfluentRegistry(Registry):
         return "latest" if version == -1 else str(version)
 
     @staticmethod
-    def _key(schema: str, schema_type: str) -> str:
+    def _key(schema: str, schema_type: str, references: tuple[SchemaReference, ...] = ()) -> str:
+        listed = "".join(f"\n{r.name}\n{r.subject}\n{r.version}" for r in references)
+        if references:  # the texts they name are not at hand here: the text itself keys the cache
+            return f"{schema_type}\n{schema}{listed}"
         try:
             return compat.fingerprint(schema, schema_type)
         except (SchemaError, RecursionError):
             return f"{schema_type}\n{schema}"
 
     @staticmethod
-    def _body(schema: str, schema_type: str) -> dict[str, str]:
-        body = {"schema": schema}
+    def _body(schema: str, schema_type: str, references: tuple[SchemaReference, ...] = ()) -> dict[str, Any]:
+        body: dict[str, Any] = {"schema": schema}
         if schema_type != "AVRO":
             body["schemaType"] = schema_type
+        if references:
+            body["references"] = [r.to_dict() for r in references]
         return body
+
+    @staticmethod
+    def _described(where: str, data: dict[str, Any]) -> tuple[str, tuple[SchemaReference, ...], str | None]:
+        """(schema type, references, GUID) of an answer describing a schema, checked for shape."""
+        listed = data.get("references") or []
+        refs = tuple(
+            SchemaReference(item["name"], item["subject"], item["version"])
+            for item in (expect_object(where, r, _REFERENCE) for r in expect_list(where, listed, dict))
+        )
+        return str(data.get("schemaType") or "AVRO").upper(), refs, data.get("guid")
 
     def _object(
         self,
@@ -393,14 +422,11 @@ class ConfluentRegistry(Registry):
     ) -> RegisteredSchema:
         """A subject-version answer (``id``, ``schema``, ``version``, ...) as a RegisteredSchema."""
         data = self._object(
-            method, path, _ENTITY, {"version": int, "subject": str, "schemaType": str}, params=params, body=body
+            method, path, _ENTITY, {"version": int, "subject": str, **_DESCRIBED}, params=params, body=body
         )
+        schema_type, refs, guid = self._described(f"{method} {self.url}{path}", data)
         return RegisteredSchema(
-            data["id"],
-            data["schema"],
-            str(data.get("schemaType") or "AVRO").upper(),
-            data.get("subject") or subject,
-            data.get("version"),
+            data["id"], data["schema"], schema_type, data.get("subject") or subject, data.get("version"), refs, guid
         )
 
     def _forget_subject(self, subject: str) -> None:
@@ -408,27 +434,70 @@ class ConfluentRegistry(Registry):
 
     # ---------------------------------------------------------------------------- operations
 
-    def register(self, subject: str, schema: Any, schema_type: str = "AVRO") -> int:
-        """Register ``schema`` under ``subject`` and return its id (cached per subject and schema)."""
-        text, schema_type = schema_text(schema), (schema_type or "AVRO").upper()
-        key = (subject, self._key(text, schema_type))
-        cached = self._by_schema.get(key)
+    def register(self, subject: str, schema: Any, schema_type: str = "AVRO", references: Any = None) -> int:
+        """Register ``schema`` (with its ``references``) under ``subject`` and return its id (cached
+        per subject, schema and references)."""
+        text, schema_type, refs = schema_text(schema), (schema_type or "AVRO").upper(), references_of(references)
+        cached = self._by_schema.get((subject, self._key(text, schema_type, refs)))
         if cached is not None:
             return cached
-        path = f"/subjects/{self._subject(subject)}/versions"
-        schema_id: int = self._object("POST", path, {"id": int}, body=self._body(text, schema_type))["id"]
-        self._by_schema.put(key, schema_id)
-        return schema_id
+        return self.register_full(subject, text, schema_type, refs).id
 
-    def get_schema(self, schema_id: int) -> RegisteredSchema:
-        """The schema with this global id (cached: ids never change their schema)."""
+    def register_full(
+        self, subject: str, schema: Any, schema_type: str = "AVRO", references: Any = None
+    ) -> RegisteredSchema:
+        """Register ``schema`` (with its ``references``) under ``subject``; the registry's whole
+        answer. A registry that answers with the id alone (older Confluent versions, Karapace)
+        gives a RegisteredSchema of that id and the text sent, without version and GUID."""
+        text, schema_type, refs = schema_text(schema), (schema_type or "AVRO").upper(), references_of(references)
+        path = f"/subjects/{self._subject(subject)}/versions"
+        data = self._object(
+            "POST",
+            path,
+            {"id": int},
+            {"version": int, "schema": str, **_DESCRIBED},
+            body=self._body(text, schema_type, refs),
+        )
+        _, answered_refs, guid = self._described(f"POST {self.url}{path}", data)
+        self._by_schema.put((subject, self._key(text, schema_type, refs)), data["id"])
+        return RegisteredSchema(
+            data["id"],
+            data.get("schema") or text,
+            schema_type,
+            subject,
+            data.get("version"),
+            answered_refs or refs,
+            guid,
+        )
+
+    def get_schema(self, schema_id: int | uuid.UUID) -> RegisteredSchema:
+        """The schema with this global id (cached: ids never change their schema); a
+        ``uuid.UUID`` is looked up as a GUID (:meth:`get_schema_by_guid`)."""
+        if isinstance(schema_id, uuid.UUID):
+            return self.get_schema_by_guid(schema_id)
         schema_id = int(schema_id)
         cached = self._by_id.get(schema_id)
         if cached is not None:
             return cached
-        data = self._object("GET", f"/schemas/ids/{schema_id}", {"schema": str}, {"schemaType": str})
-        got = RegisteredSchema(schema_id, data["schema"], str(data.get("schemaType") or "AVRO").upper())
-        return self._by_id.put(schema_id, got)
+        path = f"/schemas/ids/{schema_id}"
+        data = self._object("GET", path, {"schema": str}, _DESCRIBED)
+        schema_type, refs, guid = self._described(f"GET {self.url}{path}", data)
+        return self._by_id.put(
+            schema_id, RegisteredSchema(schema_id, data["schema"], schema_type, None, None, refs, guid)
+        )
+
+    def get_schema_by_guid(self, guid: Any) -> RegisteredSchema:
+        """The schema with this GUID (``GET /schemas/guids/{guid}``; cached). The answer names no
+        id, so :attr:`RegisteredSchema.id` is -1 unless the registry adds one."""
+        key = str(parse_guid(guid))
+        cached = self._by_guid.get(key)
+        if cached is not None:
+            return cached
+        path = f"/schemas/guids/{key}"
+        data = self._object("GET", path, {"schema": str}, {"id": int, **_DESCRIBED})
+        schema_type, refs, answered = self._described(f"GET {self.url}{path}", data)
+        got = RegisteredSchema(data.get("id", -1), data["schema"], schema_type, None, None, refs, answered or key)
+        return self._by_guid.put(key, got)
 
     def get_schema_versions(self, schema_id: int, deleted: bool = False) -> list[tuple[str, int]]:
         """The (subject, version) pairs that use this schema id."""
@@ -447,15 +516,24 @@ class ConfluentRegistry(Registry):
         path = f"/subjects/{self._subject(subject)}/versions/{self._version(version)}"
         return self._entity("GET", path, subject, params=params)
 
-    def lookup(self, subject: str, schema: Any, schema_type: str = "AVRO", deleted: bool = False) -> RegisteredSchema:
-        """The version of ``subject`` holding ``schema`` (the registry compares them)."""
-        text, schema_type = schema_text(schema), (schema_type or "AVRO").upper()
+    def lookup(
+        self, subject: str, schema: Any, schema_type: str = "AVRO", deleted: bool = False, references: Any = None
+    ) -> RegisteredSchema:
+        """The version of ``subject`` holding ``schema`` with these ``references`` (the registry
+        compares them)."""
+        text, schema_type, refs = schema_text(schema), (schema_type or "AVRO").upper(), references_of(references)
         params = {"deleted": "true"} if deleted else None
         path = f"/subjects/{self._subject(subject)}"
-        found = self._entity("POST", path, subject, params=params, body=self._body(text, schema_type))
+        found = self._entity("POST", path, subject, params=params, body=self._body(text, schema_type, refs))
         if not deleted:
-            self._by_schema.put((subject, self._key(text, schema_type)), found.id)
+            self._by_schema.put((subject, self._key(text, schema_type, refs)), found.id)
         return found
+
+    def referenced_by(self, subject: str, version: int | str, deleted: bool = False) -> list[int]:
+        """The ids of the schemas that refer to this version (``.../referencedby``)."""
+        params = {"deleted": "true"} if deleted else None
+        path = f"/subjects/{self._subject(subject)}/versions/{self._version(version)}/referencedby"
+        return self._list("GET", path, int, params=params)
 
     def list_subjects(self, deleted: bool = False) -> list[str]:
         """Subject names, sorted."""
@@ -484,11 +562,16 @@ class ConfluentRegistry(Registry):
             self._forget_subject(subject)
 
     def check_compatibility(
-        self, subject: str, schema: Any, version: int | str | None = "latest", schema_type: str = "AVRO"
+        self,
+        subject: str,
+        schema: Any,
+        version: int | str | None = "latest",
+        schema_type: str = "AVRO",
+        references: Any = None,
     ) -> CompatibilityResult:
-        """The registry's verdict on ``schema`` against one version (``None``: the versions the
-        subject's level asks for); its messages become the reasons."""
-        text, schema_type = schema_text(schema), (schema_type or "AVRO").upper()
+        """The registry's verdict on ``schema`` (with its ``references``) against one version
+        (``None``: the versions the subject's level asks for); its messages become the reasons."""
+        text, schema_type, refs = schema_text(schema), (schema_type or "AVRO").upper(), references_of(references)
         path = f"/compatibility/subjects/{self._subject(subject)}/versions"
         if version is not None:
             path += f"/{self._version(version)}"
@@ -498,7 +581,7 @@ class ConfluentRegistry(Registry):
             {"is_compatible": bool},
             {"messages": list},
             params={"verbose": "true"},
-            body=self._body(text, schema_type),
+            body=self._body(text, schema_type, refs),
         )
         if data["is_compatible"]:
             return CompatibilityResult.ok()

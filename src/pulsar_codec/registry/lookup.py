@@ -58,7 +58,9 @@ def fetch_schema(registry: Any, schema_id: Any) -> FetchedSchema:
     Parameters
     ----------
     registry : Mapping or object with ``get_schema(schema_id)``
-        A Mapping keyed by id (a ``uuid.UUID`` id is also tried as its string form).
+        A Mapping keyed by id (a ``uuid.UUID`` id is also tried as its string form). A GUID is
+        asked of ``get_schema_by_guid(text)`` when the registry has it (this package's registries,
+        confluent-kafka's ``SchemaRegistryClient``), else of ``get_schema``.
     schema_id : int, uuid.UUID or (int, int)
         As the wire prefix gives it (see :func:`pulsar_codec.decode`).
 
@@ -73,6 +75,9 @@ def fetch_schema(registry: Any, schema_id: Any) -> FetchedSchema:
         found = registry.get(schema_id)
         if found is None and isinstance(schema_id, uuid.UUID):
             found = registry.get(str(schema_id))
+    elif isinstance(schema_id, uuid.UUID) and callable(getattr(registry, "get_schema_by_guid", None)):
+        # this package's registries and confluent-kafka's client: GET /schemas/guids/{guid}
+        found = registry.get_schema_by_guid(str(schema_id))
     elif callable(getattr(registry, "get_schema", None)):
         found = registry.get_schema(schema_id)
     else:

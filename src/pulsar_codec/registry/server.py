@@ -12,6 +12,15 @@ a free port. Needs the ``server`` extra (starlette, uvicorn).
 Routes are matched on the raw request path, one percent-decoded segment at a time, so subjects
 holding ``/`` (sent as ``%2F``) work; unknown query parameters are ignored.
 
+Schema references (``"references": [{"name", "subject", "version"}]`` in a register, lookup or
+compatibility body) are resolved by the registry; one naming a subject or version that does not
+exist is a 422 with 42201, as in Confluent's registry. Answers carry a schema's ``references`` and
+``guid`` as Confluent's do, and the register answer is Confluent's full one (``id``, ``version``,
+``guid``, ``schema``, ``schemaType`` unless Avro, ``references`` when there are some).
+``GET /schemas/guids/{guid}`` reads a schema by GUID. ``format=serialized`` on the routes that
+return a Protobuf schema answers with its root file as a base64 FileDescriptorProto (what
+confluent-kafka's Protobuf deserializer asks for), whatever form the schema was registered in.
+
 Request bodies larger than ``max_request_bytes`` (16 MiB by default) are refused with 413 before
 they are read: on their ``Content-Length``, or while a chunked body streams in. A schema that
 cannot be parsed (nested too deeply included) is a 422 with error code 42201, an unknown or
@@ -37,7 +46,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 from ..errors import IncompatibleSchemaError, RegistryError, SchemaError, SchemaNotFoundError
-from .base import SCHEMA_TYPES, ErrorCodes, RegisteredSchema
+from .base import SCHEMA_TYPES, ErrorCodes, RegisteredSchema, SchemaReference, references_of
 from .local import LocalRegistry
 
 if TYPE_CHECKING:
@@ -127,33 +136,28 @@ def _page(items: list[T], query: Query) -> list[T]:
     return items if limit < 0 else items[:limit]
 
 
-def _schema_body(body: Any) -> tuple[str, str]:
+def _schema_body(body: Any) -> tuple[str, str, tuple[SchemaReference, ...]]:
     if not isinstance(body, dict) or not isinstance(body.get("schema"), str):
         raise _HTTPError(422, ErrorCodes.INVALID_SCHEMA, "Invalid schema: the body needs a 'schema' string")
-    if body.get("references"):
-        raise _HTTPError(422, ErrorCodes.INVALID_SCHEMA, "Invalid schema: schema references are not supported")
     schema_type = str(body.get("schemaType") or "AVRO").upper()
     if schema_type not in SCHEMA_TYPES:
         raise _HTTPError(422, ErrorCodes.INVALID_SCHEMA, f"Invalid schema type {schema_type}")
-    return str(body["schema"]), schema_type
+    listed = body.get("references")
+    if listed is not None and not isinstance(listed, list):
+        raise _HTTPError(422, ErrorCodes.INVALID_SCHEMA, "Invalid schema: 'references' must be a list")
+    return str(body["schema"]), schema_type, references_of(listed)
 
 
-def _version_entity(reg_schema: RegisteredSchema) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "subject": reg_schema.subject,
-        "version": reg_schema.version,
-        "id": reg_schema.id,
-        "schema": reg_schema.schema,
-    }
+def _described(out: dict[str, Any], reg_schema: RegisteredSchema, text: str) -> dict[str, Any]:
+    """``out`` with the schema, its type (unless Avro), its references (when it has some) and its
+    GUID, as Confluent's answers describe a schema."""
+    out["schema"] = text
     if reg_schema.schema_type != "AVRO":
         out["schemaType"] = reg_schema.schema_type
-    return out
-
-
-def _schema_entity(reg_schema: RegisteredSchema) -> dict[str, Any]:
-    out = {"schema": reg_schema.schema}
-    if reg_schema.schema_type != "AVRO":
-        out["schemaType"] = reg_schema.schema_type
+    if reg_schema.references:
+        out["references"] = [r.to_dict() for r in reg_schema.references]
+    if reg_schema.guid is not None:
+        out["guid"] = reg_schema.guid
     return out
 
 
@@ -166,6 +170,7 @@ class _Api:
         self.routes: list[tuple[str, tuple[str, ...], Handler]] = [
             ("GET", (), lambda p, q, b: {}),
             ("GET", ("schemas", "types"), lambda p, q, b: list(SCHEMA_TYPES)),
+            ("GET", ("schemas", "guids", "{guid}"), self.schema_by_guid),
             ("GET", ("schemas", "ids", "{id}"), self.schema_by_id),
             ("GET", ("schemas", "ids", "{id}", "schema"), self.raw_schema_by_id),
             ("GET", ("schemas", "ids", "{id}", "versions"), self.versions_by_id),
@@ -177,6 +182,7 @@ class _Api:
             ("POST", ("subjects", S, "versions"), self.register),
             ("GET", ("subjects", S, "versions", "{version}"), self.version),
             ("GET", ("subjects", S, "versions", "{version}", "schema"), self.raw_version),
+            ("GET", ("subjects", S, "versions", "{version}", "referencedby"), self.referenced_by),
             ("DELETE", ("subjects", S, "versions", "{version}"), self.delete_version),
             ("POST", ("compatibility", "subjects", S, "versions", "{version}"), self.compatibility),
             ("POST", ("compatibility", "subjects", S, "versions"), self.compatibility),
@@ -219,8 +225,24 @@ class _Api:
         shown = text if len(text) <= 40 else text[:40] + "..."
         raise _HTTPError(404, ErrorCodes.SCHEMA_NOT_FOUND, f"Schema {shown} not found")
 
+    def _text(self, reg_schema: RegisteredSchema, q: Query) -> str:
+        """The schema text in the ``format`` the query asks for (``serialized`` for Protobuf)."""
+        if q.get("format") == "serialized" and reg_schema.schema_type == "PROTOBUF":
+            return _serialized_protobuf(self.reg, reg_schema)
+        return reg_schema.schema
+
+    def _version_entity(self, reg_schema: RegisteredSchema, q: Query) -> dict[str, Any]:
+        out = {"subject": reg_schema.subject, "version": reg_schema.version, "id": reg_schema.id}
+        return _described(out, reg_schema, self._text(reg_schema, q))
+
+    def _schema_entity(self, reg_schema: RegisteredSchema, q: Query) -> dict[str, Any]:
+        return _described({}, reg_schema, self._text(reg_schema, q))
+
     def schema_by_id(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
-        return _schema_entity(self.reg.get_schema(self._id(p)))
+        return self._schema_entity(self.reg.get_schema(self._id(p)), q)
+
+    def schema_by_guid(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
+        return self._schema_entity(self.reg.get_schema_by_guid(p["guid"]), q)
 
     def raw_schema_by_id(self, p: Params, q: Query, b: Any) -> _Raw:
         return _Raw(self.reg.get_schema(self._id(p)).schema)
@@ -246,12 +268,14 @@ class _Api:
         return _page(names, q)
 
     def lookup(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
-        schema, schema_type = _schema_body(b)
-        return _version_entity(self.reg.lookup(p["subject"], schema, schema_type, deleted=_flag(q, "deleted")))
+        schema, schema_type, refs = _schema_body(b)
+        found = self.reg.lookup(p["subject"], schema, schema_type, deleted=_flag(q, "deleted"), references=refs)
+        return self._version_entity(found, q)
 
     def register(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
-        schema, schema_type = _schema_body(b)
-        return {"id": self.reg.register(p["subject"], schema, schema_type)}
+        schema, schema_type, refs = _schema_body(b)
+        found = self.reg.register_full(p["subject"], schema, schema_type, refs)
+        return _described({"id": found.id, "version": found.version}, found, found.schema)
 
     def versions(self, p: Params, q: Query, b: Any) -> list[int]:
         subject = p["subject"]
@@ -267,7 +291,10 @@ class _Api:
             return []
 
     def version(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
-        return _version_entity(self.reg.get_version(p["subject"], p["version"], deleted=_flag(q, "deleted")))
+        return self._version_entity(self.reg.get_version(p["subject"], p["version"], deleted=_flag(q, "deleted")), q)
+
+    def referenced_by(self, p: Params, q: Query, b: Any) -> list[int]:
+        return self.reg.referenced_by(p["subject"], p["version"], deleted=_flag(q, "deleted"))
 
     def raw_version(self, p: Params, q: Query, b: Any) -> _Raw:
         return _Raw(self.reg.get_version(p["subject"], p["version"], deleted=_flag(q, "deleted")).schema)
@@ -279,8 +306,8 @@ class _Api:
         return self.reg.delete_version(p["subject"], p["version"], permanent=_flag(q, "permanent"))
 
     def compatibility(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
-        schema, schema_type = _schema_body(b)
-        result = self.reg.check_compatibility(p["subject"], schema, p.get("version"), schema_type)
+        schema, schema_type, refs = _schema_body(b)
+        result = self.reg.check_compatibility(p["subject"], schema, p.get("version"), schema_type, refs)
         out: dict[str, Any] = {"is_compatible": result.compatible}
         if _flag(q, "verbose"):
             out["messages"] = result.reasons
@@ -304,6 +331,19 @@ class _Api:
         previous = self.reg.get_compatibility()
         self.reg.set_compatibility("BACKWARD")
         return {"compatibilityLevel": previous}
+
+
+def _serialized_protobuf(registry: LocalRegistry, reg_schema: RegisteredSchema) -> str:
+    """A Protobuf schema's root file as base64 FileDescriptorProto text (Confluent's
+    ``format=serialized``): as stored when registered in that form, else compiled from its
+    ``.proto`` text with its references."""
+    from ..formats.protobuf._references import descriptor_text, resolve_references  # the protobuf extra
+    from ..formats.protobuf.schema import parse
+
+    if descriptor_text(reg_schema.schema) is not None:
+        return reg_schema.schema
+    model = parse(reg_schema.schema, resolve_references(registry, reg_schema.references))
+    return base64.b64encode(model.root_file().SerializeToString()).decode("ascii")
 
 
 def _error_for(exc: BaseException) -> _HTTPError:

@@ -4,6 +4,17 @@ The driver resolves the writer schemas it can (a pre-pass over the prefixes, ``s
 one :class:`~pulsar_codec.pipeline.MessageDecoder` over them and ships it inside the job. Each
 executor process keeps one decoder per configuration (:mod:`.executor`) and hands it the binary
 column of every ``mapInArrow`` batch as it arrives.
+
+Where a row's schema id comes from (``schema_id_from``):
+
+* ``"payload"``: the wire prefix of the message, in any protocol :mod:`pulsar_codec.wire` reads
+  (Confluent's ``00`` + id and ``01`` + GUID forms, with the Protobuf message-index array for the
+  ``*_PROTOBUF`` ones, Hortonworks, Apicurio v2 / v3, AWS Glue);
+* ``"column"``: ``schema_id_column`` (PIP-420 bodies);
+* ``"headers"``: a record header of a DataFrame shaped like Spark's Kafka source (``headers``:
+  ``array<struct<key: string, value: binary>>``), the payload then carrying no prefix, as
+  :class:`HeaderIds` describes for each registry family. A row without the header is read from
+  its payload prefix, as the registries' own deserializers fall back.
 """
 
 from __future__ import annotations
@@ -11,7 +22,8 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-from collections.abc import Hashable, Iterator, Mapping
+import uuid
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,14 +35,14 @@ from ... import wire
 from ..._arrow import binary_chunks
 from ..._kernels import _backend
 from ...errors import DecodeError, SchemaError, SchemaNotFoundError
-from ...formats import get_format
+from ...formats import format_of_model, get_format
 from ...pipeline import MessageDecoder
-from ...registry import RegistryConfig, fetch_schema
-from .batches import error_column, local_text, replace_columns, walk_bad_rows
-from .executor import ShippedSchemas, count_batch, shared_decoder, use_backend
+from ...registry import FetchedSchema, RegisteredSchema, RegistryConfig, fetch_schema, schema_text
+from .batches import RowError, error_column, local_text, replace_columns, walk_bad_rows
+from .executor import ShippedSchemas, count_batch, schema_key, shared_decoder, use_backend
 from .types import ERROR_TYPE, reader_struct, spark_type
 
-__all__ = ["DecodeJob", "decode"]
+__all__ = ["DecodeJob", "HeaderIds", "decode", "header_values"]
 
 
 def check_protocol(protocol: Any) -> wire.Protocol:
@@ -41,13 +53,31 @@ def check_protocol(protocol: Any) -> wire.Protocol:
     return found
 
 
+def decode_protocol(protocol: Any) -> wire.Protocol:
+    """The :mod:`pulsar_codec.wire` protocol named ``protocol``: :func:`decode` reads every one."""
+    return wire.protocol_by_name(protocol)
+
+
+def _id_twin(protocol: wire.Protocol) -> wire.Protocol:
+    """The protocol that reads a prefix cut after the id: the Protobuf ones without their
+    message-index array (a cut prefix may end inside it)."""
+    if protocol is wire.CONFLUENT_PROTOBUF:
+        return wire.CONFLUENT
+    if protocol is wire.CONFLUENT_GUID_PROTOBUF:
+        return wire.CONFLUENT_GUID
+    return protocol
+
+
 def _valid(arr: Any) -> Any:
     return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def schema_keys(ids: Any) -> list[Any]:
-    """The distinct registry keys of ``wire.unframe(...).schema_ids``: ints, and ``(metadata_id,
-    version)`` for Hortonworks protocol-1 messages (as :class:`MessageDecoder` asks for them)."""
+    """The distinct registry keys of ``wire.unframe(...).schema_ids``: ints, ``uuid.UUID`` s for
+    the GUID protocols, and ``(metadata_id, version)`` for Hortonworks protocol-1 messages (as
+    :class:`MessageDecoder` asks for them)."""
+    if pa.types.is_fixed_size_binary(ids.type):
+        return [uuid.UUID(bytes=g) for g in pc.unique(ids.drop_null()).to_pylist()]
     if not pa.types.is_struct(ids.type):
         return list(pc.unique(ids.drop_null()).to_pylist())
     found: set[Any] = set()
@@ -63,6 +93,13 @@ def frame_ids(messages: Any, protocol: wire.Protocol) -> set[Any]:
     """Distinct schema ids of framed messages; messages with a bad prefix are skipped (the decode
     job reports them). Reads only the prefixes."""
     found: set[Any] = set()
+    protocol = _id_twin(protocol)
+    if isinstance(protocol, wire.GlueProtocol):
+        # the id is bytes 2 to 18; a cut prefix holds no body to inflate, so it is not unframed
+        for m in messages.to_pylist():
+            if m is not None and len(m) >= 18 and m[0] == 3 and m[1] in (0, 5):
+                found.add(uuid.UUID(bytes=m[2:18]))
+        return found
 
     def attempt(lo: int, hi: int) -> int | None:
         piece = messages.slice(lo, hi - lo)
@@ -117,6 +154,162 @@ def id_column(arr: Any) -> Any:
     return pa.array(out, pa.int64(), mask=~valid)
 
 
+def header_values(headers: Any, name: str, last: bool = False, value_type: Any = None) -> Any:
+    """Per row, the value of the record header ``name`` (null where the row has none, or only a
+    null one).
+
+    Parameters
+    ----------
+    headers : pa.Array
+        ``list<struct<key: string, value: binary>>``, the ``headers`` column of Spark's Kafka
+        source (large list / string / binary variants too).
+    name : str
+    last : bool
+        Take the last header of that name (Kafka's ``lastHeader``, which Hortonworks' and
+        Apicurio's deserializers use); else the first (confluent-kafka's deserializer).
+    value_type : pa.DataType, optional
+        The binary type to return (default: the headers' value type).
+    """
+    if isinstance(headers, pa.ChunkedArray):
+        headers = headers.combine_chunks()
+    n = len(headers)
+    flat = pc.list_flatten(headers)
+    keys, values = pc.struct_field(flat, "key"), pc.struct_field(flat, "value")
+    value_type = value_type or values.type
+    match = pc.and_(pc.equal(keys, name), values.is_valid()).fill_null(False).to_numpy(zero_copy_only=False)
+    positions = np.flatnonzero(match)
+    chosen = np.full(n, -1, dtype=np.int64)
+    if len(positions):
+        parents = pc.list_parent_indices(headers).to_numpy()[positions]
+        if last:
+            rows, at = np.unique(parents[::-1], return_index=True)
+            chosen[rows] = positions[::-1][at]
+        else:
+            rows, at = np.unique(parents, return_index=True)
+            chosen[rows] = positions[at]
+    out = values.take(pa.array(chosen, pa.int64(), mask=chosen < 0))
+    return out if out.type == value_type else out.cast(value_type)
+
+
+@dataclass(frozen=True)
+class HeaderIds:
+    """Where a row's schema id is when it travels in a record header, for one registry family.
+
+    * Confluent (``__value_schema_id`` / ``__key_schema_id``): the header holds ``01`` + GUID, or
+      ``00`` + id, then for Protobuf the message-index array; the payload has no prefix. Header +
+      payload is therefore a ``CONFLUENT_GUID(_PROTOBUF)`` or ``CONFLUENT(_PROTOBUF)`` frame, told
+      apart by the first byte as confluent-kafka's ``dual_schema_id_deserializer`` does, which
+      takes the first header of the name.
+    * Hortonworks (``value.schema.version.id`` / ``key.schema.version.id``): the header holds
+      exactly the payload prefix it replaces (protocol byte and ids): header + payload is a
+      ``HORTONWORKS`` frame. The last header of the name counts.
+    * Apicurio (``apicurio.value.globalId``, ``apicurio.value.contentId`` and the ``key`` forms):
+      an 8-byte big-endian id: ``00`` + header + payload is an ``APICURIO`` frame. The last header
+      counts; a header of another length is an error row (``WIRE_BAD_HEADER_LENGTH``).
+
+    A row without the header is read from its payload prefix in ``protocol``.
+
+    Attributes
+    ----------
+    column : str
+        The headers column.
+    name : str
+        The header name.
+    kind : {"confluent", "hortonworks", "apicurio"}
+    last : bool
+        Whether the last header of the name counts (else the first).
+    """
+
+    column: str
+    name: str
+    kind: str
+    last: bool
+
+    @classmethod
+    def of(cls, protocol: wire.Protocol, column: str, headers_column: str, name: str | None = None) -> HeaderIds:
+        """The header that carries ``column`` 's ids (``"key"``: the key's header) in ``protocol`` 's family."""
+        key = column == "key"
+        if isinstance(protocol, wire.ConfluentProtocol):
+            default = wire.CONFLUENT_KEY_SCHEMA_ID_HEADER if key else wire.CONFLUENT_VALUE_SCHEMA_ID_HEADER
+            return cls(headers_column, name or default, "confluent", False)
+        if isinstance(protocol, wire.HortonworksProtocol):
+            default = wire.HORTONWORKS_KEY_HEADER if key else wire.HORTONWORKS_VALUE_HEADER
+            return cls(headers_column, name or default, "hortonworks", True)
+        if isinstance(protocol, wire.ApicurioProtocol):
+            if protocol.id_bytes == 8:  # v2: globalId by default
+                default = wire.APICURIO_KEY_GLOBAL_ID_HEADER if key else wire.APICURIO_VALUE_GLOBAL_ID_HEADER
+            else:  # v3: contentId by default
+                default = wire.APICURIO_KEY_CONTENT_ID_HEADER if key else wire.APICURIO_VALUE_CONTENT_ID_HEADER
+            return cls(headers_column, name or default, "apicurio", True)
+        raise ValueError(f"{protocol.name} carries its schema ids in the payload only, not in record headers")
+
+    def protocols(self, protocol: wire.Protocol) -> tuple[wire.Protocol, ...]:
+        """The protocols the frames of a batch may be in, by route (see :meth:`frames`)."""
+        if self.kind == "confluent":
+            if protocol.protobuf:
+                return (wire.CONFLUENT_PROTOBUF, wire.CONFLUENT_GUID_PROTOBUF)
+            return (wire.CONFLUENT, wire.CONFLUENT_GUID)
+        if self.kind == "apicurio":
+            return (protocol, wire.APICURIO)
+        return (protocol,)
+
+    def frames(self, headers: Any, values: Any) -> tuple[Any, np.ndarray, list[RowError]]:
+        """(frames, route per row: an index into :meth:`protocols`, rows found bad here).
+
+        A frame is the header's id bytes in front of the payload (the payload alone where the row
+        has no header); a null payload stays null."""
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        n = len(values)
+        header = header_values(headers, self.name, self.last, values.type)
+        has = _valid(header)
+        bad: list[RowError] = []
+        if self.kind == "apicurio":
+            lengths = pc.binary_length(header).fill_null(8).to_numpy(zero_copy_only=False)
+            wrong = has & (lengths != 8) & _valid(values)  # a tombstone stays a null row
+            for i in np.flatnonzero(wrong).tolist():
+                try:
+                    wire.apicurio_header_id(header[i].as_py())
+                except DecodeError as exc:
+                    bad.append((i, int(exc.code), 0, f"header {self.name}: {local_text(str(exc))}"))
+            if wrong.any():
+                values = pc.if_else(pa.array(~wrong), values, pa.scalar(None, values.type))
+                has &= ~wrong
+            head = pc.binary_join_element_wise(pa.scalar(b"\x00", values.type), header, pa.scalar(b"", values.type))
+        else:
+            head = header
+        joined = pc.binary_join_element_wise(head, values, pa.scalar(b"", values.type))
+        frames = pc.if_else(pa.array(has), joined, values) if has.any() else values
+        routes = np.zeros(n, dtype=np.int64)
+        if self.kind == "apicurio":
+            routes[has] = 1
+        elif self.kind == "confluent":
+            first = pc.binary_slice(frames, 0, 1)
+            routes[pc.equal(first, pa.scalar(b"\x01", first.type)).fill_null(False).to_numpy(zero_copy_only=False)] = 1
+        return frames, routes, bad
+
+
+def _decode_routed(frames: Any, routes: np.ndarray, decoders: Sequence[MessageDecoder]) -> tuple[Any, Any]:
+    """(batch, errors) of frames whose protocol varies by row: each group goes to its decoder, and
+    the rows (and the error indexes) come back in input order."""
+    used = np.unique(routes)
+    if len(used) <= 1:
+        return decoders[int(used[0]) if len(used) else 0].decode(frames)
+    batches, tables, order = [], [], []
+    for r in used.tolist():
+        rows = np.flatnonzero(routes == r)
+        batch, errors = decoders[r].decode(frames.take(pa.array(rows)))
+        batches.append(batch)
+        at = errors.schema.get_field_index("index")
+        index = errors.column(at).to_numpy()
+        tables.append(errors.set_column(at, "index", pa.array(rows[index], pa.int64())))
+        order.append(rows)
+    inverse = np.argsort(np.concatenate(order), kind="stable")
+    merged = pa.concat_batches(batches).take(pa.array(inverse))
+    errors = pa.concat_tables(tables).sort_by("index")
+    return merged, errors
+
+
 @dataclass(frozen=True)
 class DecodeJob:
     """The ``mapInArrow`` function of :func:`decode` (pickled to the executors with its decoder).
@@ -131,6 +324,11 @@ class DecodeJob:
         As :func:`decode`'s ``column``, ``schema_id_column``, ``output``, ``error_column``.
     backend : str
         The backend the driver ran.
+    headers : HeaderIds, optional
+        Ids in record headers (``schema_id_from="headers"``).
+    variants : tuple of MessageDecoder
+        With ``headers``: the decoders of the other protocols a frame may be in (route 1 on;
+        ``decoder`` reads route 0), with the same reader.
     """
 
     decoder: MessageDecoder
@@ -140,23 +338,36 @@ class DecodeJob:
     output: str
     error_column: str
     backend: str
+    headers: HeaderIds | None = None
+    variants: tuple[MessageDecoder, ...] = ()
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         """Decode every batch's column with this process's decoder; other columns pass through."""
         decoder = shared_decoder(self.cache_key, self.decoder, self.decoder.registry)
+        variants = tuple(shared_decoder((self.cache_key, d.protocol.name), d, d.registry) for d in self.variants)
         target, converters = reader_struct(decoder.arrow_schema)
         fields = list(target)
         with use_backend(self.backend):
             for batch in batches:
                 count_batch()
-                yield self.decode_batch(batch, decoder, fields, converters)
+                yield self.decode_batch(batch, decoder, fields, converters, variants)
 
-    def decode_batch(self, batch: Any, decoder: MessageDecoder, fields: list[Any], converters: list[Any]) -> Any:
+    def decode_batch(
+        self,
+        batch: Any,
+        decoder: MessageDecoder,
+        fields: list[Any],
+        converters: list[Any],
+        variants: Sequence[MessageDecoder] = (),
+    ) -> Any:
         """One batch: the struct column (null for null and bad rows) and the error column."""
         n = batch.num_rows
         messages = batch.column(self.column)
-        orphans = np.zeros(0, dtype=np.int64)
-        if self.id_column is None:
+        found: list[RowError] = []  # bad rows the decoder does not see
+        if self.headers is not None:
+            messages, routes, found = self.headers.frames(batch.column(self.headers.column), messages)
+            decoded, errors = _decode_routed(messages, routes, (decoder, *variants))
+        elif self.id_column is None:
             decoded, errors = decoder.decode(messages)
         else:
             ids = id_column(batch.column(self.id_column))
@@ -164,27 +375,41 @@ class DecodeJob:
             orphans = np.flatnonzero(_valid(messages) & ~id_valid)
             if len(orphans):  # a body without an id is a bad row: decode it as null
                 messages = pc.if_else(pa.array(id_valid), messages, pa.scalar(None, messages.type))
+                found = [(i, None, 0, f"no schema id for the payload of message {i}") for i in orphans.tolist()]
             decoded, errors = decoder.decode_payloads(messages, ids.fill_null(0))
         bad = ~_valid(messages)
         rows = np.asarray(errors.column("index").to_numpy(), dtype=np.int64)
         texts = [local_text(t) for t in errors.column("message").to_pylist()]
+        codes = errors.column("code").to_numpy()
+        offsets = errors.column("offset").to_numpy()
+        code_valid = None
+        if found:
+            texts += [t for _, _, _, t in found]
+            code_valid = np.concatenate([np.ones(len(rows), dtype=bool), [c is not None for _, c, _, _ in found]])
+            codes = np.concatenate([codes, np.array([c or 0 for _, c, _, _ in found], dtype=np.int32)])
+            offsets = np.concatenate([offsets, np.array([o for _, _, o, _ in found], dtype=np.int64)])
+            rows = np.concatenate([rows, np.array([r for r, _, _, _ in found], dtype=np.int64)])
         bad[rows] = True
-        if len(orphans):
-            texts += [f"no schema id for the payload of message {i}" for i in orphans.tolist()]
-            code_valid = np.concatenate([np.ones(len(rows), dtype=bool), np.zeros(len(orphans), dtype=bool)])
-            codes = np.concatenate([errors.column("code").to_numpy(), np.zeros(len(orphans), dtype=np.int32)])
-            offsets = np.concatenate([errors.column("offset").to_numpy(), np.zeros(len(orphans), dtype=np.int64)])
-            rows = np.concatenate([rows, orphans])
-        else:
-            code_valid = None
-            codes = errors.column("code").to_numpy()
-            offsets = errors.column("offset").to_numpy()
         children = [decoded.column(k) if fn is None else fn(decoded.column(k)) for k, fn in enumerate(converters)]
         struct = pa.StructArray.from_arrays(children, fields=fields, mask=pa.array(bad) if bad.any() else None)
         return replace_columns(
             batch,
             {self.output: struct, self.error_column: error_column(n, rows, codes, offsets, texts, code_valid)},
         )
+
+
+def _prefix_shape(protocol: wire.Protocol) -> tuple[int, tuple[int, ...]]:
+    """(bytes to cut, first bytes a valid prefix may start with) for the id pre-pass."""
+    protocol = _id_twin(protocol)
+    if isinstance(protocol, wire.HortonworksProtocol):
+        return 13, (0, 1, 2, 3, 4)
+    if isinstance(protocol, wire.GlueProtocol):
+        return 18, (3,)
+    if isinstance(protocol, wire.ApicurioProtocol):
+        return (9 if protocol.id_bytes == 8 else 5), (0,)
+    if protocol.guid:
+        return 17, (1,)
+    return 5, (0,)
 
 
 def _distinct_prefix_ids(df: Any, column: str, protocol: wire.Protocol) -> set[Any]:
@@ -196,6 +421,7 @@ def _distinct_prefix_ids(df: Any, column: str, protocol: wire.Protocol) -> set[A
 
     col = F.col(column)
     first = F.substring(col, 1, 1)
+    size, magics = _prefix_shape(protocol)
     if isinstance(protocol, wire.HortonworksProtocol):
         # protocol byte 1: i64 metadata id + i32 version; 2: i64 version id; 0, 3, 4: i32 id
         prefix = (
@@ -203,13 +429,37 @@ def _distinct_prefix_ids(df: Any, column: str, protocol: wire.Protocol) -> set[A
             .when(first == F.lit(bytearray(b"\x02")), F.substring(col, 1, 9))
             .otherwise(F.substring(col, 1, 5))
         )
-        magic = first.isin(*[F.lit(bytearray([b])) for b in range(5)])
     else:
-        size = 9 if isinstance(protocol, wire.ApicurioProtocol) and protocol.id_bytes == 8 else 5
         prefix = F.substring(col, 1, size)
-        magic = first == F.lit(bytearray(b"\x00"))
+    magic = first.isin(*[F.lit(bytearray([b])) for b in magics])
     rows = df.where(col.isNotNull() & magic).select(prefix.alias("prefix")).distinct().collect()
     return frame_ids(pa.array([bytes(r["prefix"]) for r in rows], pa.binary()), protocol)
+
+
+def _distinct_header_ids(df: Any, column: str, protocol: wire.Protocol, headers: HeaderIds) -> set[Any]:
+    """:func:`_distinct_prefix_ids` for ids in record headers: the frame heads (header, else the
+    payload's own prefix) are cut and deduplicated inside the JVM, then parsed on the driver by
+    the protocol each one is in (see :class:`HeaderIds`)."""
+    from pyspark.sql import functions as F
+
+    col = F.col(column)
+    named = F.filter(F.col(headers.column), lambda h: (h["key"] == F.lit(headers.name)) & h["value"].isNotNull())
+    picked = F.try_element_at(named, F.lit(-1 if headers.last else 1))["value"]
+    if headers.kind == "apicurio":  # an 8-byte id: the frame is 00 + header + payload
+        picked = F.when(F.length(picked) == 8, F.concat(F.lit(bytearray(b"\x00")), picked))
+    head = F.substring(F.concat(F.coalesce(picked, F.lit(bytearray())), F.substring(col, 1, 18)), 1, 18)
+    rows = df.where(col.isNotNull()).select(head.alias("head"), picked.isNotNull().alias("had")).distinct().collect()
+    frames = pa.array([bytes(r["head"]) for r in rows], pa.binary())
+    had = pa.array([bool(r["had"]) for r in rows])
+    routes = np.zeros(len(rows), dtype=np.int64)
+    if headers.kind == "apicurio":
+        routes = had.to_numpy(zero_copy_only=False).astype(np.int64)
+    elif headers.kind == "confluent":
+        routes = np.array([1 if f[:1] == b"\x01" else 0 for f in frames.to_pylist()], dtype=np.int64)
+    found: set[Any] = set()
+    for r, variant in enumerate(headers.protocols(protocol)):
+        found |= frame_ids(frames.filter(pa.array(routes == r)), variant)
+    return found
 
 
 def _ids_in_column(df: Any, column: str, id_column_name: str) -> set[Any]:
@@ -220,6 +470,38 @@ def _ids_in_column(df: Any, column: str, id_column_name: str) -> set[Any]:
     return set(id_column(pa.array([bytes(v) for v in values], pa.binary())).drop_null().to_pylist())
 
 
+def _self_contained(client: Any, found: Any) -> Any:
+    """``found`` as shipped: a schema with references gets their texts (and their references'),
+    fetched here, so the executors parse it without asking the registry."""
+    references = tuple(getattr(found, "references", None) or ())
+    if not references or isinstance(client, Mapping):
+        return found
+    kind = getattr(found, "schema_type", None)
+    resolve = getattr(get_format(kind), "resolve_references", None)
+    if resolve is None:
+        return found
+    text = schema_text(found)
+    # a GUID's schema keeps the registry's id beside it: it orders the schemas (see _newest)
+    number = getattr(found, "id", None)
+    if isinstance(number, int) and isinstance(kind, str):
+        return RegisteredSchema(number, text, kind.upper(), references=tuple(resolve(client, references)))
+    return FetchedSchema(text, kind.upper() if isinstance(kind, str) else None, tuple(resolve(client, references)))
+
+
+def _writer(client: Any, schema_id: Any) -> Any:
+    """The registry's answer for ``schema_id`` as the executors' decoder reads it (see
+    :func:`_self_contained`); for a GUID the client's own answer (this package's carries the
+    registry's integer id, which orders it)."""
+    if isinstance(schema_id, uuid.UUID) and not isinstance(client, Mapping):
+        by_guid = getattr(client, "get_schema_by_guid", None)
+        if callable(by_guid):
+            found = by_guid(str(schema_id))
+            if found is None:
+                raise SchemaNotFoundError(f"schema id {schema_id} is not in the registry")
+            return _self_contained(client, found)
+    return _self_contained(client, fetch_schema(client, schema_id))
+
+
 def _resolve_on_driver(
     df: Any,
     column: str,
@@ -228,6 +510,7 @@ def _resolve_on_driver(
     id_column_name: str | None,
     subjects: list[str] | None,
     prefetch: bool,
+    headers: HeaderIds | None = None,
 ) -> tuple[dict[Any, Any], set[Any]]:
     """The writer schemas the job ships (every id in the column, the pre-pass, and ``subjects``),
     and the ids of the pre-pass that the registry does not know (their rows are error rows)."""
@@ -236,24 +519,46 @@ def _resolve_on_driver(
     if prefetch and not df.isStreaming:  # a streaming source cannot be scanned ahead of the query
         if id_column_name is not None:
             ids = _ids_in_column(df, column, id_column_name)
+        elif headers is not None:
+            ids = _distinct_header_ids(df, column, protocol, headers)
         else:
             ids = _distinct_prefix_ids(df, column, protocol)
         for schema_id in sorted(ids, key=_order):
             try:
-                shipped[schema_id] = fetch_schema(client, schema_id)
+                shipped[schema_id] = _writer(client, schema_id)
             except SchemaNotFoundError:
                 missing.add(schema_id)
     for subject in subjects or ():
         for version in client.list_versions(subject):
-            found = client.get_version(subject, version)  # a RegisteredSchema: the decoder reads it as it is
+            found = _self_contained(client, client.get_version(subject, version))  # the decoder reads it as it is
             shipped[int(found.schema_id)] = found
             missing.discard(int(found.schema_id))
+            guid = getattr(client.get_version(subject, version), "guid", None)
+            if isinstance(guid, str):  # GUID frames name the same schema by its GUID
+                shipped[uuid.UUID(guid)] = found
+                missing.discard(uuid.UUID(guid))
     return shipped, missing
 
 
 def _order(key: Any) -> tuple[int, Any]:
-    # ints first (by id), then Hortonworks (metadata id, version) pairs
+    # ints first (by id), then Hortonworks (metadata id, version) pairs, then GUIDs (by text)
+    if isinstance(key, uuid.UUID):
+        return (2, (str(key), 0))
     return (0, (key, 0)) if isinstance(key, int) else (1, key)
+
+
+def _newest(shipped: Mapping[Any, Any]) -> Any:
+    """The key of the newest shipped schema: the highest registry id (a GUID's schema counts by the
+    id the registry gave with it, else after every numbered one, by text)."""
+
+    def rank(key: Any) -> tuple[int, Any]:
+        if isinstance(key, uuid.UUID):
+            number = getattr(shipped[key], "id", None)
+            if isinstance(number, int) and not isinstance(number, bool) and number >= 0:
+                return (0, (number, 1))
+        return _order(key)
+
+    return max(shipped, key=rank)
 
 
 def _registry_parts(registry: Any) -> tuple[Any, RegistryConfig | None, dict[Any, Any]]:
@@ -295,6 +600,9 @@ def decode(
     subjects: list[str] | None = None,
     prefetch: bool = True,
     format: str | None = None,
+    schema_id_from: str | None = None,
+    headers_column: str = "headers",
+    schema_id_header: str | None = None,
 ) -> Any:
     """Decode a column of framed messages (or of PIP-420 bodies) into a struct column.
 
@@ -303,15 +611,22 @@ def decode(
     df : pyspark.sql.DataFrame
     column : str
         Binary column of framed messages (``protocol``) or, with ``schema_id_column``, of bare
-        Avro bodies.
+        Avro bodies; with ``schema_id_from="headers"``, of payloads whose id is in a header.
     registry : Registry client, Mapping of id -> schema, RegistryConfig, or URL / path
         Used on the driver to resolve ids; executors rebuild the client from its
         :class:`~pulsar_codec.registry.RegistryConfig` for ids the driver did not resolve.
+        GUIDs are looked up by GUID (``get_schema_by_guid``, ``GET /schemas/guids/{guid}``); a
+        Mapping may be keyed by the ``uuid.UUID`` or its text.
     protocol : wire.Protocol or str
-        The prefix format (integer-id protocols: CONFLUENT, HORTONWORKS, APICURIO, APICURIO_V3).
-    reader_schema : Avro schema, optional
+        The prefix format: any protocol of :mod:`pulsar_codec.wire` (CONFLUENT, CONFLUENT_PROTOBUF,
+        CONFLUENT_GUID, CONFLUENT_GUID_PROTOBUF, HORTONWORKS, APICURIO, APICURIO_V3, AWS_GLUE).
+        With ``schema_id_from="headers"`` it names the registry family (see :class:`HeaderIds`)
+        and the prefix of rows without the header.
+    reader_schema : schema, optional
         The schema every row is read as; it fixes the output struct. Default: the writer schema
-        with the highest id among those resolved on the driver.
+        with the highest id among those resolved on the driver (GUIDs rank by the id the
+        registry gives with them, else by text: pass ``reader_schema`` when GUID-keyed schemas
+        of a registry that gives no ids mix).
     schema_id_column : str, optional
         A column with each row's schema id (integers, or PIP-420 ``schema_id`` bytes: optional
         ``FF`` magic byte, then a big-endian id); ``column`` then holds bare Avro bodies.
@@ -325,8 +640,23 @@ def decode(
         only ``subjects`` are resolved on the driver and executors fetch other ids themselves
         (once per process); give ``reader_schema`` or ``subjects`` then.
     format : str, optional
-        The payload format (``"AVRO"``, ``"JSON"``): default the registry's ``schemaType`` of the
-        newest resolved schema (a Mapping registry of plain text is Avro unless this says otherwise).
+        The payload format (``"AVRO"``, ``"JSON"``, ``"PROTOBUF"``): default the registry's
+        ``schemaType`` of the newest resolved schema (a Mapping registry of plain text is Avro
+        unless this says otherwise).
+    schema_id_from : {"payload", "column", "headers"}, optional
+        Where each row's schema id is: the message's prefix (the default), ``schema_id_column``
+        (the default when it is given), or a record header of ``headers_column`` (Spark's Kafka
+        source output: ``key``, ``value``, ``topic``, ``partition``, ``offset``, ``timestamp``,
+        ``headers``), the payload then carrying no prefix: Confluent's ``__value_schema_id`` /
+        ``__key_schema_id`` (``01`` + GUID or ``00`` + id, then Protobuf message indexes),
+        Hortonworks' ``value.schema.version.id`` / ``key.schema.version.id``, Apicurio's
+        ``apicurio.value.globalId`` (``APICURIO``) or ``apicurio.value.contentId``
+        (``APICURIO_V3``), chosen by ``protocol``; the key's header when ``column`` is ``"key"``.
+        A row without the header is read from its payload prefix.
+    headers_column : str, default "headers"
+        The ``array<struct<key: string, value: binary>>`` column of record headers.
+    schema_id_header : str, optional
+        Another header name than the family's default (registries let it be renamed).
 
     Returns
     -------
@@ -344,29 +674,39 @@ def decode(
     """
     from pyspark.sql.types import StructField, StructType
 
-    wire_protocol = check_protocol(protocol)
+    wire_protocol = decode_protocol(protocol)
+    source = schema_id_from or ("column" if schema_id_column is not None else "payload")
+    if source not in ("payload", "column", "headers"):
+        raise ValueError(f"schema_id_from must be 'payload', 'column' or 'headers', not {schema_id_from!r}")
+    if (source == "column") != (schema_id_column is not None):
+        raise ValueError("schema_id_column goes with schema_id_from='column' (its default), and only with it")
+    headers = HeaderIds.of(wire_protocol, column, headers_column, schema_id_header) if source == "headers" else None
     client, fallback, given = _registry_parts(registry)
     try:
-        resolved, missing = _resolve_on_driver(df, column, wire_protocol, client, schema_id_column, subjects, prefetch)
-        shipped = {**given, **resolved}
+        resolved, missing = _resolve_on_driver(
+            df, column, wire_protocol, client, schema_id_column, subjects, prefetch, headers
+        )
+        shipped = {schema_key(k): v for k, v in {**given, **resolved}.items()}
     finally:
         if client is not registry and hasattr(client, "close"):
             client.close()
     if reader_schema is not None:
         reader = reader_schema
+        format = format or format_of_model(reader)  # a parsed reader (a Protobuf model) names its format
     elif shipped:
-        newest = fetch_schema(shipped, max(shipped, key=_order))
-        reader = newest.schema
+        newest = fetch_schema(shipped, _newest(shipped))
         format = format or newest.schema_type
+        reader = newest.schema
+        if newest.references:  # shipped with their texts: parsed here with them
+            reader = get_format(format).parse(newest.schema, newest.references)
     else:
         raise SchemaError("no reader schema: no schema id was resolved on the driver; pass reader_schema or subjects")
-    decoder = MessageDecoder(
-        ShippedSchemas(shipped, fallback, missing),
-        protocol=wire_protocol,
-        reader_schema=reader,
-        on_error="null",
-        format=format,
-    )
+    schemas = ShippedSchemas(shipped, fallback, missing)
+    protocols = headers.protocols(wire_protocol) if headers is not None else (wire_protocol,)
+    decoders = [
+        MessageDecoder(schemas, protocol=p, reader_schema=reader, on_error="null", format=format) for p in protocols
+    ]
+    decoder = decoders[0]
     target, _ = reader_struct(decoder.arrow_schema)
     keep = [f for f in df.schema.fields if f.name not in (output, error_column)]
     out_schema = StructType(
@@ -374,11 +714,13 @@ def decode(
     )
     job = DecodeJob(
         decoder=decoder,
-        cache_key=_cache_key(fallback, wire_protocol, reader, shipped, format),
+        cache_key=_cache_key(fallback, protocols[0], reader, shipped, format),
         column=column,
         id_column=schema_id_column,
         output=output,
         error_column=error_column,
         backend=_backend.active().name,
+        headers=headers,
+        variants=tuple(decoders[1:]),
     )
     return df.mapInArrow(job, out_schema)

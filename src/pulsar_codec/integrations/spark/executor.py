@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import threading
+import uuid
 from collections import Counter
 from collections.abc import Hashable, Iterator, Mapping
 from typing import Any
@@ -37,11 +38,17 @@ _log = logging.getLogger("pulsar_codec")
 
 
 def schema_key(schema_id: Any) -> Any:
-    """One spelling per id: ``5``, ``np.int64(5)`` and ``"5"`` are all ``5``; pairs stay pairs."""
+    """One spelling per id: ``5``, ``np.int64(5)`` and ``"5"`` are all ``5``; pairs stay pairs; a
+    GUID is a ``uuid.UUID`` whether given as one or as its text."""
     if isinstance(schema_id, tuple):
         return tuple(int(part) for part in schema_id)
-    if isinstance(schema_id, str) and not schema_id.strip().lstrip("-").isdigit():
+    if isinstance(schema_id, uuid.UUID):
         return schema_id
+    if isinstance(schema_id, str) and not schema_id.strip().lstrip("-").isdigit():
+        try:
+            return uuid.UUID(schema_id.strip())
+        except ValueError:
+            return schema_id
     return int(schema_id)
 
 
@@ -58,8 +65,8 @@ class ShippedSchemas(Mapping[Any, Any]):
     Parameters
     ----------
     schemas : Mapping of id -> schema
-        Schema text (or anything a registry may return) by id: an int, or a Hortonworks
-        ``(metadata_id, version)`` pair.
+        Schema text (or anything a registry may return) by id: an int, a ``uuid.UUID`` (GUID, asked
+        of the fallback registry by GUID), or a Hortonworks ``(metadata_id, version)`` pair.
     fallback : RegistryConfig, optional
         The registry to ask for ids that were not shipped.
     missing : iterable of ids, optional
@@ -82,20 +89,33 @@ class ShippedSchemas(Mapping[Any, Any]):
                 return found
             if key in self.missing:
                 raise SchemaNotFoundError(f"schema id {key} is not in the registry")
-            if self.fallback is None:
-                # not bad data but a job that cannot ask: a RegistryError fails the task (no error rows)
-                raise RegistryError(
-                    f"schema id {key} was not resolved on the driver and the executors have no registry to ask "
-                    "(a Mapping or LocalRegistry(':memory:') registry): resolve it on the driver "
-                    "(prefetch=True or subjects=[...]) or use a registry the executors can reach"
-                )
-            if self._client is None:
-                self._client = self.fallback.build()
+            client = self._fallback_client(f"schema id {key}")
             self.fetched[key] += 1
-            found = self._client.get_schema(key)
+            found = client.get_schema(key)
         if found is None:
             raise SchemaNotFoundError(f"schema id {key} is not in the registry")
         return found
+
+    def _fallback_client(self, what: str) -> Any:
+        """The fallback registry's client (built once; the caller holds the lock)."""
+        if self.fallback is None:
+            # not bad data but a job that cannot ask: a RegistryError fails the task (no error rows)
+            raise RegistryError(
+                f"{what} was not resolved on the driver and the executors have no registry to ask "
+                "(a Mapping or LocalRegistry(':memory:') registry): resolve it on the driver "
+                "(prefetch=True or subjects=[...]) or use a registry the executors can reach"
+            )
+        if self._client is None:
+            self._client = self.fallback.build()
+        return self._client
+
+    def get_version(self, subject: str, version: Any = "latest") -> Any:
+        """One version of a subject, from the fallback registry: what a format's reference resolver
+        asks for when a schema fetched here refers to others (shipped schemas carry their
+        references' texts already)."""
+        with self._lock:
+            client = self._fallback_client(f"the reference to subject {subject!r} version {version!r}")
+        return client.get_version(subject, version)
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.schemas)
@@ -204,9 +224,13 @@ def _stats_batches(batches: Iterator[Any]) -> Iterator[Any]:
     registries = [
         {
             "spec": repr(schemas.fallback) if schemas.fallback is not None else "shipped schemas only",
-            "known": sorted(
-                set(schemas.schemas) | set(schemas.fetched), key=lambda k: (not isinstance(k, int), str(k).zfill(20))
-            ),
+            "known": [
+                str(k) if isinstance(k, uuid.UUID) else k  # GUIDs as their text: JSON has no UUID
+                for k in sorted(
+                    set(schemas.schemas) | set(schemas.fetched),
+                    key=lambda k: (not isinstance(k, int), str(k).zfill(20)),
+                )
+            ],
             "fetched": {str(k): v for k, v in schemas.fetched.items()},
         }
         for _, schemas in kept
