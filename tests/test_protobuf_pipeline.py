@@ -244,3 +244,38 @@ def test_message_option_is_for_protobuf_only():
     avro = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
     with pytest.raises(SchemaError, match="Protobuf"):
         MessageDecoder({1: avro}, message="x").decode([wire.CONFLUENT.pack(1, b"\x02")])
+
+
+MONEY = """
+syntax = "proto3";
+package common;
+
+message Money {
+  string currency = 1;
+  int64 units = 2;
+}
+"""
+INVOICE = """
+syntax = "proto3";
+package billing;
+
+import "common/money.proto";
+
+message Invoice {
+  string id = 1;
+  common.Money total = 2;
+}
+"""
+
+
+def test_encode_registers_imported_files_as_references(backend, tmp_path):
+    reg = LocalRegistry(str(tmp_path / "schemas.db"))
+    model = parse(INVOICE, {"common/money.proto": MONEY})
+    table = pa.table({"id": ["i1"], "total": [{"currency": "EUR", "units": 12}]})
+    framed = pc.encode(table, reg, "invoices-value", format="PROTOBUF", schema=model)
+    assert reg.get_latest("common/money.proto").schema.count("message Money") == 1
+    latest = reg.get_latest("invoices-value")
+    assert [(r.name, r.subject) for r in latest.references] == [("common/money.proto", "common/money.proto")]
+    # the decoder resolves the import through the registry's references
+    assert pc.decode(framed, reg).to_pylist() == [{"id": "i1", "total": {"currency": "EUR", "units": 12}}]
+    reg.close()

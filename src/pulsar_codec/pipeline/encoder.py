@@ -232,8 +232,20 @@ class MessageEncoder:
                 raise ValueError("registering a schema needs a subject")
             if self._fmt.name == DEFAULT_FORMAT:
                 found = registry.register(self.subject, text)
-            else:
+                return getattr(found, "schema_id", found)
+            registration = getattr(self._fmt, "registration", None)
+            if registration is None:
                 found = registry.register(self.subject, text, schema_type=self._fmt.name)
+                return getattr(found, "schema_id", found)
+            # imported files first, each under its import name, then the schema with its references
+            for subject, body, imports in registration(writer.model):
+                refs = [{"name": name, "subject": name, "version": -1} for name in imports]
+                if not refs:
+                    found = registry.register(subject or self.subject, body, schema_type=self._fmt.name)
+                else:
+                    found = registry.register(
+                        subject or self.subject, body, schema_type=self._fmt.name, references=refs
+                    )
             return getattr(found, "schema_id", found)
         if isinstance(registry, Mapping):
             for k in list(registry):

@@ -265,6 +265,20 @@ class ProtobufFormat:
         """The Confluent message-index path of ``model``'s message (written in the frame prefix)."""
         return list(model.indexes_for(self.type_name(model)))
 
+    def registration(self, model: Any) -> list[tuple[str, str, list[str]]]:
+        """What registering ``model`` takes, in order: ``(subject, .proto text, imports)`` for every
+        imported file a registry does not bundle (dependencies first, each under its import name, as
+        confluent-kafka's serializer registers them), then the root file with subject ``""``. Each
+        entry's ``imports`` are the references to register it with (import names = subjects)."""
+        texts = dict(pb_schema.dependency_texts(model))
+        out = []
+        for proto in model.files():  # dependencies first
+            if proto.name in texts:
+                out.append((proto.name, texts[proto.name], [d for d in proto.dependency if d in texts]))
+        root = model.root_file()
+        out.append(("", self.schema_text(model), [d for d in root.dependency if d in texts]))
+        return out
+
     # -- encoding ---------------------------------------------------------------------------------
 
     def encoder(self, model: Any) -> Any:
