@@ -108,8 +108,13 @@ def _check_output(path: str | None, option: str) -> None:
         raise UsageError(f"{option} {path}: folder {Path(path).absolute().parent} does not exist")
 
 
-def _reader_schema(value: str | None) -> str | None:
-    """The ``--reader-schema`` text, checked: a bad one is a bad argument (exit 2), not bad data."""
+# how .proto text starts (after comments): a declaration, never JSON
+_PROTO_START = re.compile(r"^\s*(syntax|edition|package|import|option|message|enum)\b", re.MULTILINE)
+
+
+def _reader_schema(value: str | None, message: str | None = None) -> Any:
+    """The ``--reader-schema`` text, checked: a bad one is a bad argument (exit 2), not bad data.
+    ``.proto`` text (not JSON) is parsed as a Protobuf schema, as ``message`` when given."""
     import json
 
     from ..errors import SchemaError
@@ -118,6 +123,17 @@ def _reader_schema(value: str | None) -> str | None:
     if value is None:
         return None
     text = read_schema_arg(value)
+    if not text.lstrip().startswith(("{", "[", '"')) and _PROTO_START.search(text):
+        try:
+            from ..formats.protobuf import FORMAT
+        except ImportError:
+            raise UsageError(
+                "a .proto --reader-schema needs the protobuf extra (pip install 'pulsar-codec[protobuf]')"
+            ) from None
+        try:
+            return FORMAT.select(FORMAT.parse(text), name=message)
+        except SchemaError as exc:
+            raise UsageError(f"--reader-schema is not a valid Protobuf schema: {exc}") from None
     try:
         loaded = json.loads(text)
     except ValueError as exc:
@@ -134,11 +150,12 @@ def cmd_decode(args: argparse.Namespace) -> int:
     from .. import wire
     from .parquet_io import decode_parquet
 
-    protocol = wire.protocol_by_name(args.protocol)
+    # no --protocol: Confluent's prefix, with the message-index path when the schemas are Protobuf
+    protocol = None if args.protocol is None else wire.protocol_by_name(args.protocol)
     _check_input(args.input)
     _check_output(args.output, "--output")
     _check_output(args.dead_letter, "--dead-letter")
-    reader = _reader_schema(args.reader_schema)
+    reader = _reader_schema(args.reader_schema, args.message)
     password = registry_password(args)
     registry = open_registry(args.registry, user=args.user, password=password, token=args.token, create=False)
     # None lets decode_parquet pick the column (value, or the only binary column)
@@ -152,6 +169,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
             engine=args.engine,
             reader_schema=reader,
             dead_letter=args.dead_letter,
+            message=args.message,
             **column,
         )
     finally:
@@ -378,10 +396,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_registry_options(decode)
     decode.add_argument("--column", help="the binary column of messages (default: value, or the only binary column)")
     decode.add_argument(
-        "--protocol", type=_protocol, default="confluent", help=f"wire prefix: one of {', '.join(_protocol_names())}"
+        "--protocol",
+        type=_protocol,
+        default=None,
+        help=f"wire prefix: one of {', '.join(_protocol_names())} (default: confluent, with the "
+        "message-index path for Protobuf schemas)",
     )
     decode.add_argument("--engine", choices=("local", "spark"), default="local", help="local (default) or spark")
-    decode.add_argument("--reader-schema", help="read every message as this schema (JSON, or @file)")
+    decode.add_argument("--reader-schema", help="read every message as this schema (JSON, .proto text, or @file)")
+    decode.add_argument(
+        "--message",
+        metavar="NAME",
+        help="Protobuf: the full name of the message type to read (default: the first message's type); "
+        "messages of other types are bad rows",
+    )
     decode.add_argument("--dead-letter", metavar="PATH", help="also write the bad rows (raw bytes + error) here")
     decode.set_defaults(func=cmd_decode)
 

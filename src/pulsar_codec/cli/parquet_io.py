@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from .. import wire
 from ..errors import SchemaNotFoundError
+from ..formats import format_of_model
 from ..pipeline import Decoded, MessageDecoder
 from . import _console
 from ._contract import (
@@ -87,12 +88,13 @@ def decode_parquet(
     registry: Any,
     *,
     column: str | None = None,
-    protocol: wire.Protocol | str = wire.CONFLUENT,
+    protocol: wire.Protocol | str | None = wire.CONFLUENT,
     engine: str = "local",
     reader_schema: Any = None,
     dead_letter: str | Path | None = None,
+    message: str | None = None,
 ) -> dict[str, Any]:
-    """Decode a Parquet column of framed Avro messages into a folder of Parquet part files.
+    """Decode a Parquet column of framed Avro, JSON or Protobuf messages into a folder of Parquet part files.
 
     Parameters
     ----------
@@ -106,10 +108,14 @@ def decode_parquet(
         The message column; default ``value``, else the only binary column.
     protocol, reader_schema
         As :class:`~pulsar_codec.pipeline.MessageDecoder`; the reader defaults to the newest
-        writer schema in the input the registry knows.
+        writer schema in the input the registry knows. ``protocol=None``: Confluent's prefix,
+        with the Protobuf message-index path when the reader is a Protobuf schema.
     engine : {"local", "spark"}
     dead_letter : path, optional
         A folder for the bad rows (see :data:`._contract.DEAD_LETTER_FIELDS`).
+    message : str, optional
+        Protobuf: the full name of the message type read (default: the type of the first message
+        framed with the reader's schema id); messages of other types are bad rows.
 
     Returns
     -------
@@ -117,18 +123,23 @@ def decode_parquet(
         ``rows`` (input rows), ``decoded``, ``errors``, ``nulls`` (null messages, tombstones;
         rows == decoded + errors + nulls), ``seconds``, ``engine``.
     """
-    protocol = wire.protocol_by_name(protocol)
+    auto = protocol is None
+    protocol = wire.CONFLUENT if protocol is None else wire.protocol_by_name(protocol)
     if engine not in _ENGINES:
         raise _console.UsageError(f"unknown engine {engine!r}; expected one of: {', '.join(_ENGINES)}")
     files = input_files(input_path)
     column = resolve_column(pq.read_schema(files[0]), column, input_path)
     start = time.perf_counter()
+    # the reader is picked once, here: its format decides a defaulted prefix (Protobuf's has the index path)
+    reader, fmt = pick_reader(registry, files, column, protocol, reader_schema, message)
+    if auto and fmt == "PROTOBUF":
+        protocol = wire.CONFLUENT_PROTOBUF
     if engine == "spark":
         from .parquet_spark import decode_spark
 
-        result = decode_spark(files, output_path, registry, column, protocol, reader_schema, dead_letter)
+        result = decode_spark(files, output_path, registry, column, protocol, reader, dead_letter, picked=fmt)
     else:
-        result = _decode_local(files, output_path, registry, column, protocol, reader_schema, dead_letter)
+        result = _decode_local(files, output_path, registry, column, protocol, (reader, fmt), dead_letter)
     stats: dict[str, Any] = dict(result)
     stats["seconds"] = time.perf_counter() - start
     stats["engine"] = engine
@@ -136,13 +147,24 @@ def decode_parquet(
 
 
 def pick_reader(
-    registry: Any, files: list[Path], column: str, protocol: wire.Protocol, reader_schema: Any
+    registry: Any,
+    files: list[Path],
+    column: str,
+    protocol: wire.Protocol,
+    reader_schema: Any,
+    message: str | None = None,
 ) -> tuple[Any, str | None]:
-    """The reader schema and its payload format: the one given (format None: the registry's), else
-    the newest writer schema in the input the registry knows and its format (``"AVRO"``, ``"JSON"``),
-    else (None, None) (no message can be decoded: every row is an error or a tombstone)."""
+    """The reader schema and its payload format: the one given (format None: the registry's; a
+    Protobuf schema parsed, as ``message``), else the newest writer schema in the input the
+    registry knows and its format (``"AVRO"``, ``"JSON"``, ``"PROTOBUF"``: narrowed to ``message``
+    or to the type of the first message with that id), else (None, None) (no message can be
+    decoded: every row is an error or a tombstone)."""
     if reader_schema is not None:
-        return reader_schema, None
+        if not _protobuf_text(reader_schema) and format_of_model(reader_schema) != "PROTOBUF":
+            if message is not None:
+                raise _console.UsageError("--message applies to Protobuf schemas; the reader schema is not one")
+            return reader_schema, None
+        return _protobuf_model(reader_schema, message), "PROTOBUF"
     newest = None
     for file in files:
         found = newest_schema_id(file, column, protocol, registry)
@@ -151,7 +173,43 @@ def pick_reader(
     if newest is None:
         return None, None
     writer = MessageDecoder(registry, protocol=protocol)._writer(newest)
-    return writer.model, writer.fmt.name
+    if writer.fmt.name != "PROTOBUF":
+        if message is not None:
+            raise _console.UsageError(f"--message applies to Protobuf schemas; schema id {newest} is {writer.fmt.name}")
+        return writer.model, writer.fmt.name
+    select = writer.fmt.select  # type: ignore[attr-defined]
+    if message is not None:
+        return select(writer.model, name=message), writer.fmt.name
+    return select(writer.model, path=_first_path(files, column, newest)), writer.fmt.name
+
+
+def _protobuf_text(schema: Any) -> bool:
+    """Whether a reader schema given as text is ``.proto`` text (not JSON)."""
+    return isinstance(schema, str) and not schema.lstrip().startswith(("{", "[", '"'))
+
+
+def _protobuf_model(schema: Any, message: str | None) -> Any:
+    from ..formats.protobuf import FORMAT
+
+    model = FORMAT.select(FORMAT.parse(schema), name=message)
+    return model
+
+
+def _first_path(files: list[Path], column: str, schema_id: Any) -> list[int]:
+    """The message-index path of the first message framed with ``schema_id`` (Confluent's Protobuf
+    prefix), the output's message type when none is asked for; ``[0]`` when there is none."""
+    for file in files:
+        for batch in pq.ParquetFile(file).iter_batches(batch_size=_BATCH, columns=[column]):
+            for value in batch.column(0).to_pylist():
+                if value is None or len(value) < 6 or value[0] != 0:
+                    continue
+                if int.from_bytes(value[1:5], "big") != schema_id:
+                    continue
+                try:
+                    return wire.CONFLUENT_PROTOBUF.unpack_indexes(value)[1] or [0]
+                except ValueError:
+                    continue
+    return [0]
 
 
 def _decode_local(
@@ -160,10 +218,10 @@ def _decode_local(
     registry: Any,
     column: str,
     protocol: wire.Protocol,
-    reader_schema: Any,
+    picked: tuple[Any, str | None],
     dead_letter: str | Path | None,
 ) -> dict[str, int]:
-    reader, fmt = pick_reader(registry, files, column, protocol, reader_schema)
+    reader, fmt = picked  # see pick_reader
     decoder = (
         MessageDecoder(registry, protocol=protocol, reader_schema=reader, on_error="null", format=fmt)
         if reader

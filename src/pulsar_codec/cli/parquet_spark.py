@@ -141,24 +141,31 @@ def decode_spark(
     reader_schema: Any,
     dead_letter: str | Path | None,
     session: Any = None,
+    *,
+    picked: str | None = None,
+    message: str | None = None,
 ) -> dict[str, int]:
-    """Decode ``files`` with :func:`pulsar_codec.spark.decode` into the contract's tables."""
+    """Decode ``files`` with :func:`pulsar_codec.spark.decode` into the contract's tables.
+
+    ``picked``: the format of ``reader_schema`` when :func:`.parquet_io.pick_reader` already chose
+    it (it is not chosen again); ``message``: as for :func:`.parquet_io.decode_parquet`.
+    """
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructField, StructType
 
     from .. import spark as pcs
-    from ..integrations.spark.decode import check_protocol
     from .parquet_io import pick_reader
 
-    try:
-        check_protocol(protocol)
-    except ValueError as exc:
-        raise _console.UsageError(f"the spark engine cannot read {protocol.name}: {exc}") from None
+    if getattr(protocol, "guid", False):
+        raise _console.UsageError(f"the spark engine cannot read {protocol.name}: its schema ids are GUIDs")
     session = session or spark_session("pulsar-codec-decode")
     session.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     # the reader is picked on the driver as the local engine picks it (an id the registry does not
     # know cannot be the reader)
-    reader, fmt = pick_reader(registry, files, column, protocol, reader_schema)
+    if picked is None:
+        reader, fmt = pick_reader(registry, files, column, protocol, reader_schema, message)
+    else:
+        reader, fmt = reader_schema, picked
     raw = _with_index(session, files, column)
     with spark_progress(session, "decoding (spark)"):
         decoded = pcs.decode(raw, column, registry=registry, protocol=protocol, reader_schema=reader, format=fmt)

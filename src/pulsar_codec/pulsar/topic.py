@@ -1,12 +1,16 @@
 """Pulsar topics written with a client schema, read into Arrow: :class:`TopicDecoder`, :func:`read_decoded`.
 
-A topic produced with ``AvroSchema(Record)`` or ``JsonSchema(Record)`` (Java or Python client), or
-through a PIP-420 external schema (:class:`~pulsar_codec.pulsar.ExternalSchemaAdapter`), holds
-payloads of one known schema. :class:`TopicDecoder` reads a column of those payloads (the
-``payload`` column of :func:`~pulsar_codec.pulsar.read_batches`) in one pass of the format's
-kernel: Pulsar ``AVRO`` with the Avro format, Pulsar ``JSON`` with the JSON format (the schema
-data is an Avro record definition, read by the Avro mapping of the README), external schemas with
-their own ``decode_batch``. Nothing is decoded one message at a time.
+A topic produced with ``AvroSchema(Record)``, ``JsonSchema(Record)`` or
+``ProtobufNativeSchema(MessageClass)`` (Java or Python client), or through a PIP-420 external
+schema (:class:`~pulsar_codec.pulsar.ExternalSchemaAdapter`), holds payloads of one known schema.
+:class:`TopicDecoder` reads a column of those payloads (the ``payload`` column of
+:func:`~pulsar_codec.pulsar.read_batches`) in one pass of the format's kernel: Pulsar ``AVRO`` with
+the Avro format, Pulsar ``JSON`` with the JSON format (the schema data is an Avro record
+definition, read by the Avro mapping of the README), Pulsar ``PROTOBUF_NATIVE`` with the Protobuf
+format (the schema data is the JSON with the base64 ``fileDescriptorSet`` and the
+``rootMessageTypeName``, payloads are the root message's bytes: read by the Protobuf -> Arrow
+mapping of the README, no generated class needed), external schemas with their own
+``decode_batch``. Nothing is decoded one message at a time.
 
 Two ways of writing Pulsar JSON
 -------------------------------
@@ -53,7 +57,7 @@ __all__ = ["CONVENTIONS", "TopicDecoder", "read_decoded"]
 CONVENTIONS = ("jackson", "python")
 
 # the payload format of each Pulsar schema type read here
-_FORMATS = {SchemaType.AVRO: "AVRO", SchemaType.JSON: "JSON"}
+_FORMATS = {SchemaType.AVRO: "AVRO", SchemaType.JSON: "JSON", SchemaType.PROTOBUF_NATIVE: "PROTOBUF"}
 _SCHEMA_ID = 0  # the one id of the one-schema registry behind the decoder
 
 # a conversion of a decoded column (python convention), a tree following the Arrow type:
@@ -72,7 +76,8 @@ def _schema_parts(schema: Any) -> tuple[SchemaType, bytes]:
     info = schema.schema_info() if isinstance(schema, _pulsar_client.schema.Schema) else schema
     if not isinstance(info, _pulsar.SchemaInfo):
         raise TypeError(
-            "schema must be a pulsar.schema.Schema (AvroSchema, JsonSchema, ExternalSchemaAdapter), "
+            "schema must be a pulsar.schema.Schema (AvroSchema, JsonSchema, ProtobufNativeSchema, "
+            "ExternalSchemaAdapter), "
             f"a SchemaInfo or an external schema with decode_batch(), got {type(schema).__name__}"
         )
     return SchemaType.from_name(info.schema_type().name), info.schema().encode("utf-8")
@@ -276,9 +281,10 @@ class TopicDecoder:
     Parameters
     ----------
     schema : pulsar.schema.Schema, SchemaInfo or external schema
-        ``AvroSchema(Record)`` or ``JsonSchema(Record)`` of the Python client; a
-        ``_pulsar.SchemaInfo`` or :class:`~pulsar_codec.pulsar_types.SchemaInfo` of type AVRO or
-        JSON (for instance what a Java producer registered, from the admin API); an
+        ``AvroSchema(Record)``, ``JsonSchema(Record)`` or ``ProtobufNativeSchema(MessageClass)``
+        of the Python client; a ``_pulsar.SchemaInfo`` or
+        :class:`~pulsar_codec.pulsar_types.SchemaInfo` of type AVRO, JSON or PROTOBUF_NATIVE (for
+        instance what a Java producer registered, from the admin API); an
         :class:`~pulsar_codec.pulsar.ExternalSchemaAdapter`, or an external schema with
         ``decode_batch`` (:class:`~pulsar_codec.external.JsonExternalSchema`,
         :class:`~pulsar_codec.external.AvroExternalSchema`), whose payloads carry their registry id.
@@ -328,8 +334,11 @@ class TopicDecoder:
         fmt = _FORMATS.get(self.schema_type)
         if fmt is None:
             raise SchemaError(
-                f"TopicDecoder reads AVRO, JSON and external schemas, not {self.schema_type.name}; "
-                "primitive payloads decode with pulsar_codec.pulsar_types.decode_array"
+                f"TopicDecoder reads AVRO, JSON, PROTOBUF_NATIVE and external schemas, not "
+                f"{self.schema_type.name}; primitive payloads decode with "
+                "pulsar_codec.pulsar_types.decode_array; Pulsar PROTOBUF payloads (whose schema data "
+                "is an Avro definition) with pulsar_codec.MessageDecoder({id: the .proto or "
+                "descriptor}, format='PROTOBUF').decode_payloads"
             )
         if self.schema_type is not SchemaType.JSON:
             if convention is not None:

@@ -1,7 +1,8 @@
 """Serializers shaped like confluent-kafka's, over the pipeline: ``pulsar_codec.serde``.
 
-:class:`AvroSerializer` / :class:`AvroDeserializer` and :class:`JSONSerializer` /
-:class:`JSONDeserializer` are called as ``(value, ctx)`` like
+:class:`AvroSerializer` / :class:`AvroDeserializer`, :class:`JSONSerializer` /
+:class:`JSONDeserializer` and :class:`ProtobufSerializer` / :class:`ProtobufDeserializer` (dicts,
+no generated classes) are called as ``(value, ctx)`` like
 confluent-kafka's classes of the same names, so they drop into its ``SerializingProducer`` and
 ``DeserializingConsumer``; they take its config keys where they apply. Each message goes through
 :class:`~pulsar_codec.pipeline.MessageEncoder` / :class:`~pulsar_codec.pipeline.MessageDecoder`,
@@ -31,6 +32,7 @@ from ._subjects import (
 
 if TYPE_CHECKING:
     from ._json import JSONDeserializer, JSONSerializer
+    from ._protobuf import ProtobufDeserializer, ProtobufSerializer
 
 __all__ = [
     "AvroDeserializer",
@@ -38,6 +40,8 @@ __all__ = [
     "JSONDeserializer",
     "JSONSerializer",
     "MessageField",
+    "ProtobufDeserializer",
+    "ProtobufSerializer",
     "SerializationContext",
     "record_subject_name_strategy",
     "topic_record_subject_name_strategy",
@@ -51,4 +55,8 @@ def __getattr__(name: str) -> Any:
         from . import _json
 
         return getattr(_json, name)
+    if name in ("ProtobufSerializer", "ProtobufDeserializer"):  # the protobuf runtime, only when asked for
+        from . import _protobuf
+
+        return getattr(_protobuf, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
