@@ -279,3 +279,14 @@ def test_encode_registers_imported_files_as_references(backend, tmp_path):
     # the decoder resolves the import through the registry's references
     assert pc.decode(framed, reg).to_pylist() == [{"id": "i1", "total": {"currency": "EUR", "units": 12}}]
     reg.close()
+
+
+def test_latest_version_readers_and_writers_resolve_references(backend, tmp_path):
+    reg = LocalRegistry(str(tmp_path / "schemas.db"))
+    model = parse(INVOICE, {"common/money.proto": MONEY})
+    table = pa.table({"id": ["i2"], "total": [{"currency": "USD", "units": 3}]})
+    pc.encode(table, reg, "invoices-value", format="PROTOBUF", schema=model)
+    again = pc.encode(table, reg, "invoices-value", format="PROTOBUF", use_latest=True)
+    out = MessageDecoder(reg, reader_subject="invoices-value").decode(again)
+    assert out.to_pylist() == [{"id": "i2", "total": {"currency": "USD", "units": 3}}]
+    reg.close()

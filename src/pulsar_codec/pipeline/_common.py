@@ -29,7 +29,8 @@ def latest_version(registry: Any, subject: str) -> tuple[Any, FetchedSchema]:
     get_latest = getattr(registry, "get_latest", None)
     if callable(get_latest):
         found = get_latest(subject)
-        return found.id, FetchedSchema(found.schema, found.schema_type)
+        references = tuple(getattr(found, "references", None) or ())
+        return found.id, FetchedSchema(found.schema, found.schema_type, references)
     get_latest_version = getattr(registry, "get_latest_version", None)
     if callable(get_latest_version):
         found = get_latest_version(subject)

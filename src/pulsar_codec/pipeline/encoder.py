@@ -310,8 +310,8 @@ class MessageEncoder:
 
     def __getstate__(self) -> dict[str, Any]:
         schema = self.schema
-        if schema is not None and not isinstance(schema, (str, bytes, dict, list)):
-            schema = self._fmt.schema_text(self._fmt.parse(schema))
+        if schema is not None and not isinstance(schema, (str, bytes, dict, list)) and self.format == DEFAULT_FORMAT:
+            schema = self._fmt.schema_text(self._fmt.parse(schema))  # other formats' models travel whole (imports)
         return {
             "registry": portable(self._registry.given, type(self).__name__),
             "subject": self.subject,
