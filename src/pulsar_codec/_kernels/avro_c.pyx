@@ -32,40 +32,6 @@ import pyarrow as pa
 from . cimport defs
 from .defs cimport pc_error
 
-cdef extern from "pc_avro.h":
-    ctypedef struct pc_abuf:
-        uint8_t *p
-        int64_t cap
-        void *owner
-    ctypedef int (*pc_grow_fn)(pc_abuf *b, int64_t cap) noexcept
-    pc_grow_fn pc_grow_hook
-    ctypedef struct pc_slot:
-        int32_t kind, nullable, width, nchild, null_branch
-        int32_t vactive
-        int32_t *child
-        int64_t length
-        pc_abuf valid
-        pc_abuf b1
-        pc_abuf b2
-        int64_t dlen
-        int64_t *committed
-    ctypedef struct pc_op:
-        int32_t code, slot, first, count
-        int64_t arg, arg2
-        const int32_t *table
-        const uint8_t *cst
-        int64_t ncst
-    ctypedef struct pc_plan:
-        const pc_op *ops
-        const int32_t *kids
-    ctypedef struct pc_aerrors:
-        pc_error *items
-        int64_t n, cap
-    int pc_grow(pc_abuf *b, int64_t need) nogil
-    int pc_avro_decode(pc_slot *S, const pc_plan *plans, const int32_t *plan_ids, const uint8_t *buf,
-                       const int64_t *starts, const int64_t *offs64, const int32_t *offs32, int64_t skip,
-                       const uint8_t *valid, int64_t n, int64_t row0, int keep_going, pc_aerrors *errs) nogil
-
 __all__ = ["Layout", "Program", "decode", "decode_row"]
 
 cdef uint8_t _EMPTY[8]
@@ -143,15 +109,6 @@ cdef class Layout:
     ``(names, text, convert)`` per slot for :func:`decode_row` (see ``avro_py.Layout``).
     """
 
-    cdef pc_slot *tmpl  # the slot specs; child tables are owned here and shared by every call
-    cdef Py_ssize_t nslots
-    cdef pc_slot *rows  # builders decode_row keeps between calls (NULL until first used)
-    cdef bint busy
-    cdef uint8_t *text
-    cdef list names
-    cdef list convert
-    cdef readonly bint has_shapes
-
     def __cinit__(self, slots, shapes=None):
         cdef Py_ssize_t i, j
         cdef pc_slot *s
@@ -203,11 +160,6 @@ cdef class Layout:
 
 cdef class Program:
     """One flat decode program (``ops``, ``kids``) in C form, made once per plan."""
-
-    cdef pc_plan plan
-    cdef pc_op *ops
-    cdef int32_t *kids
-    cdef list keep  # Python objects whose memory the C structs point into
 
     def __cinit__(self, ops, kids):
         cdef Py_ssize_t j, nops = len(ops), nkids = len(kids)
@@ -293,6 +245,32 @@ cdef int _reserve_all(pc_slot *S, Py_ssize_t nslots, int64_t hint, hints) except
     return 0
 
 
+cdef list _take_outputs(pc_slot *S, Py_ssize_t nslots):
+    """Every builder's ``(length, validity, b1, b2)`` as ``pa.Buffer`` slices (the builders are released)."""
+    cdef Py_ssize_t i
+    cdef pc_slot *s
+    cdef int64_t n
+    outputs = []
+    for i in range(nslots):
+        s = &S[i]
+        n = s.length
+        kind = s.kind
+        valid = _take(&s.valid, n) if s.vactive else None
+        b1 = b2 = None
+        if kind == defs.K_BIN:
+            b1 = _take(&s.b1, (n + 1) * 4)
+            b2 = _take(&s.b2, s.dlen)
+        elif kind == defs.K_LIST or kind == defs.K_MAP:
+            b1 = _take(&s.b1, (n + 1) * 4)
+        elif kind == defs.K_UNION:
+            b1 = _take(&s.b1, n)
+            b2 = _take(&s.b2, n * 4)
+        elif kind != defs.K_NULL and kind != defs.K_STRUCT:
+            b1 = _take(&s.b1, n * s.width)
+        outputs.append((n, valid, b1, b2))
+    return outputs
+
+
 def decode(Layout layout not None, programs, segments, keep_going, hints=None):
     """Decode every payload of ``segments``; same contract as ``avro_py.decode``."""
     # twin: avro_py.decode
@@ -373,24 +351,7 @@ def decode(Layout layout not None, programs, segments, keep_going, hints=None):
                 break
         errors = [(errs.items[i].code, errs.items[i].index, errs.items[i].offset, errs.items[i].detail)
                   for i in range(errs.n)]
-        outputs = []
-        for i in range(nslots):
-            s = &S[i]
-            n = s.length
-            kind = s.kind
-            valid = _take(&s.valid, n) if s.vactive else None
-            b1 = b2 = None
-            if kind == defs.K_BIN:
-                b1 = _take(&s.b1, (n + 1) * 4)
-                b2 = _take(&s.b2, s.dlen)
-            elif kind == defs.K_LIST or kind == defs.K_MAP:
-                b1 = _take(&s.b1, (n + 1) * 4)
-            elif kind == defs.K_UNION:
-                b1 = _take(&s.b1, n)
-                b2 = _take(&s.b2, n * 4)
-            elif kind != defs.K_NULL and kind != defs.K_STRUCT:
-                b1 = _take(&s.b1, n * s.width)
-            outputs.append((n, valid, b1, b2))
+        outputs = _take_outputs(S, nslots)
         return errors, outputs
     finally:
         if S != NULL:

@@ -1,9 +1,11 @@
-"""Pure-Python twin of the JSON -> Avro transcoder (compiled twin: ``json_c.pyx``).
+"""Pure-Python twin of the JSON kernel (compiled twin: ``json_c.pyx``).
 
-The transcoder parses each JSON payload once, following a *program* (a tree of ``J_*`` nodes, see
+:func:`transcode` parses each JSON payload once, following a *program* (a tree of ``J_*`` nodes, see
 :mod:`pulsar_codec._kernels.defs` and ``formats/json/mapping.py``), and writes the payload's Avro
-binary encoding under the shadow schema the program stands for. A program node is a tuple whose
-first item is its op:
+binary encoding under the shadow schema the program stands for. :func:`decode` fills the Avro
+decoder's column builders with what the payloads hold: here by transcoding and running the Avro
+kernel on the bytes, in the compiled twin by appending each value as it is parsed; the builders and
+the errors are the same. A program node is a tuple whose first item is its op:
 
 ``(J_NULL,)``              null; writes nothing
 ``(J_BOOL,)``              true / false -> one byte
@@ -48,12 +50,13 @@ from __future__ import annotations
 import base64
 import re
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
+from . import avro_py
 from ._typing import ArrayLike, ByteData, Int64Array, KernelError, UInt8Array
 from .defs import (
     J_ARRAY,
@@ -86,7 +89,7 @@ from .defs import (
     JSON_WRONG_TYPE,
 )
 
-__all__ = ["Program", "transcode"]
+__all__ = ["Program", "decode", "transcode"]
 
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
 # the result of transcode: errors, Avro bytes, offsets (n + 1), validity (None: every row valid)
@@ -293,11 +296,19 @@ class Program:
     ----------
     tree
         The root node, usually a ``J_OBJECT``. A malformed tree is a ValueError.
+    avro
+        The Avro program ``(ops, kids)`` of the tree's shadow schema read as itself, which
+        :func:`decode` needs (the compiled twin binds each node to its op there).
     """
 
-    def __init__(self, tree: tuple[Any, ...]) -> None:
+    def __init__(self, tree: tuple[Any, ...], avro: tuple[Any, Any] | None = None) -> None:
         self.tree = tree
         self.root = _check(tree, 1)
+        if avro is not None and not (isinstance(avro, tuple) and len(avro) == 2):
+            raise ValueError("avro is the Avro program (ops, kids)")
+        if avro is not None and not avro[0]:
+            raise ValueError("the Avro program has no ops")
+        self.avro = avro
 
 
 class _Row:
@@ -779,3 +790,61 @@ def transcode(
         offsets[i + 1] = len(out)
     result = np.frombuffer(bytes(out), dtype=np.uint8) if out else np.zeros(0, dtype=np.uint8)
     return errors, result, offsets, (None if valid.all() else valid)
+
+
+def decode(
+    program: Program,
+    layout: avro_py.Layout,
+    avro_program: avro_py.Program,
+    segments: Sequence[tuple[ByteData, ArrayLike, ArrayLike, ArrayLike | None]],
+    keep_going: bool,
+    hints: Sequence[tuple[float, float]] | None = None,
+) -> tuple[list[KernelError], list[Any], KernelError | None]:
+    """Decode every JSON payload of ``segments`` into the Avro column builders of ``layout``.
+
+    The pure twin transcodes each segment (:func:`transcode`) and decodes the Avro bytes with the
+    Avro kernel (``avro_py.decode`` with ``avro_program``, the program ``program`` was made with);
+    the compiled twin appends to the builders while it parses. Both give the same builders and the
+    same errors.
+
+    Parameters
+    ----------
+    program
+        The prepared program, made with ``avro=`` (its shadow schema's Avro program).
+    layout, avro_program
+        That Avro program's layout and program as the Avro kernel twin of the same backend takes them.
+    segments
+        ``[(data, starts, ends, validity), ...]``, each as :func:`transcode` takes them; rows are
+        numbered across segments.
+    keep_going
+        Report every bad row, which becomes a null row (True), or stop at the first one (False: the
+        builders hold the rows before it).
+    hints
+        Bytes per row of each builder in an earlier batch, as ``avro_py.decode`` takes them.
+
+    Returns
+    -------
+    tuple
+        ``(errors, outputs, bug)``: the ``(code, row, offset, detail)`` errors, the builders as
+        ``avro_py.decode`` returns them, and None, or the first Avro error the builders raised on
+        what the parser gave them (``(code, row, offset, detail)``; a bug, never bad data).
+    """
+    if program.avro is None:
+        raise ValueError("decode needs a Program made with its Avro program (avro=)")
+    errors: list[KernelError] = []
+    avro_segments: list[tuple[Any, Any, Any, Any, None]] = []
+    row0 = 0
+    for data, starts, ends, validity in segments:
+        found, out, offsets, valid = transcode(program, data, starts, ends, validity, keep_going)
+        errors.extend((code, row0 + row, offset, detail) for code, row, offset, detail in found)
+        rows = len(offsets) - 1
+        if found and not keep_going:
+            rows = found[0][1]  # the builders hold the rows before the first bad one
+        avro_segments.append(
+            (out, offsets[:rows], offsets[1 : rows + 1], None if valid is None else valid[:rows], None)
+        )
+        if found and not keep_going:
+            break
+        row0 += rows
+    avro_errors, outputs = avro_py.decode(layout, [avro_program], avro_segments, keep_going, hints)
+    return errors, outputs, (avro_errors[0] if avro_errors else None)

@@ -18,7 +18,7 @@ from .encoder import Encoder, schema_from_arrow
 from .plan import Layout, build_layout, build_plan
 from .schema import Schema, parse, to_json
 
-__all__ = ["AvroFormat", "AvroPlan", "FORMAT", "run"]
+__all__ = ["AvroFormat", "AvroPlan", "FORMAT", "finish", "run"]
 
 
 @dataclass(frozen=True)
@@ -76,10 +76,15 @@ def run(
     kernels = _backend.active().avro
     programs = [p.kernel_program(kernels) for p in plans]
     errors, outputs = kernels.decode(kernel_layout(layout, kernels), programs, segments, keep_going, layout.hints)
+    return errors, finish(layout, outputs)
+
+
+def finish(layout: Layout, outputs: list[Any]) -> pa.RecordBatch:
+    """The batch of the builders a kernel filled for ``layout`` (noting their sizes for the next batch)."""
     hints = _size_hints(outputs)
     if hints is not None:
         layout.hints = hints
-    return errors, assemble(layout, outputs)
+    return assemble(layout, outputs)
 
 
 class AvroFormat:

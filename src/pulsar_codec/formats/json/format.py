@@ -1,10 +1,14 @@
 """JSON payloads behind the format interface of :mod:`pulsar_codec.formats.base`.
 
-Decoding is two passes over one batch: the JSON kernel (``_backend.active().json``) parses every
-payload once, following the transcode program of the reader (:mod:`.mapping`), and writes each
-row's Avro binary form under the shadow schema; the Avro format's :func:`~..avro.format.run` then
-builds the Arrow columns from those bytes. JSON payloads name no writer schema to resolve: the
-program and the columns come from the reader alone, and the writer schema only has to be JSON too.
+The reader's mapping (:mod:`.mapping`) gives a transcode program and its Avro shadow schema, whose
+Avro plan (the shadow read as itself) names the column builders. Decoding is one pass: the JSON
+kernel (``_backend.active().json.decode``) parses every payload once, following the program, into
+the Avro decoder's column builders, which become the batch as an Avro batch would. (The pure twin
+transcodes each payload to its Avro binary form under the shadow schema and runs the Avro kernel on
+those bytes: the same builders.) With ``validate=True`` the rows are transcoded first, checked, and
+the Avro pass builds the columns of the rows that passed. JSON payloads name no writer schema to
+resolve: the program and the columns come from the reader alone, and the writer schema only has to
+be JSON too.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from ..._kernels.defs import (
     J_TIMESTAMP,
 )
 from ...errors import ErrorCode, SchemaError, raise_for
-from ..avro.format import AvroPlan, kernel_layout, run
+from ..avro.format import AvroPlan, finish, kernel_layout, run
 from ..avro.plan import Layout, build_plan
 from ..base import RowError, Segment
 from .mapping import JsonMapping, build_json_layout, map_model
@@ -94,7 +98,7 @@ class JsonPlan:
         """The program as ``kernels`` (a JSON kernel twin) runs it, prepared once per twin."""
         found = self.prepared.get(kernels)
         if found is None:
-            found = self.prepared[kernels] = kernels.Program(self.mapping.program)
+            found = self.prepared[kernels] = kernels.Program(self.mapping.program, self.avro.program)
         return found
 
     @cached_property
@@ -224,41 +228,29 @@ class JsonFormat:
         plan = plans[0]
         if any(p.layout is not plan.layout for p in plans):
             raise ValueError("plans decoded together must share one reader (build them with base=)")
-        kernels = _backend.active().json
-        program = plan.kernel_program(kernels)
-        errors: list[RowError] = []
-        avro_segments: list[Segment] = []
-        row0 = 0
-        for seg in segments:
-            starts, ends = seg.bounds()
-            found, out, offsets, validity = kernels.transcode(program, seg.data, starts, ends, seg.validity, keep_going)
-            data = seg.data
-            if plan.model.validate:
-                found, validity = _check_constraints(plan, data, starts, ends, found, validity, keep_going)
-            errors.extend(
-                plan.row_error(code, row0 + row, offset, detail, _payload(code, data, starts, ends, row))
-                for code, row, offset, detail in found
-            )
-            rows = len(starts)
-            if found and not keep_going:
-                rows = found[0][1]  # the batch holds the rows before the first bad one
-            avro_segments.append(
-                Segment(
-                    pa.py_buffer(out),
-                    offsets[:rows],
-                    offsets[1 : rows + 1],
-                    None if validity is None else validity[:rows],
-                    None,
-                )
-            )
-            if found and not keep_going:
-                break
-            row0 += rows
-        avro_errors, batch = run(plan.layout, [plan.avro], avro_segments, keep_going)
-        if avro_errors:  # the transcoder wrote bytes its own shadow cannot read: a bug, never bad data
-            code, index, _, detail = avro_errors[0]
+        if plan.model.validate:
+            return _decode_validated(plan, segments, keep_going)
+        backend = _backend.active()
+        bounds = [seg.bounds() for seg in segments]
+        found, outputs, bug = backend.json.decode(
+            plan.kernel_program(backend.json),
+            kernel_layout(plan.layout, backend.avro),
+            plan.avro.kernel_program(backend.avro),
+            [(seg.data, starts, ends, seg.validity) for seg, (starts, ends) in zip(segments, bounds, strict=True)],
+            keep_going,
+            plan.layout.hints,
+        )
+        if bug is not None:  # the parser gave the builders what its own shadow cannot hold: a bug, never bad data
+            code, index, _, detail = bug
             raise AssertionError(f"JSON transcoder output unreadable at row {index}: {ErrorCode(code).name} {detail}")
-        return batch, errors
+        firsts = np.cumsum([0] + [len(starts) for starts, _ in bounds])
+        errors: list[RowError] = []
+        for code, row, offset, detail in found:
+            k = int(np.searchsorted(firsts, row, side="right")) - 1
+            starts, ends = bounds[k]
+            payload = _payload(code, segments[k].data, starts, ends, row - int(firsts[k]))
+            errors.append(plan.row_error(code, row, offset, detail, payload))
+        return finish(plan.layout, outputs), errors
 
     def decode_value(self, plan: JsonPlan, data: Any, start: int = 0) -> Any:
         """The Python value of the one payload ``data[start:]``, by the same kernels as :meth:`decode`.
@@ -302,6 +294,48 @@ class JsonFormat:
 
     def __repr__(self) -> str:
         return "<payload format JSON>"
+
+
+def _decode_validated(
+    plan: JsonPlan, segments: Sequence[Segment], keep_going: bool
+) -> tuple[pa.RecordBatch, list[RowError]]:
+    """:meth:`JsonFormat.decode` with ``validate=True``: the rows are transcoded, checked against the
+    schema's constraints (:func:`_check_constraints`), and only then decoded into columns, since a
+    row that breaks a constraint becomes an error row too."""
+    kernels = _backend.active().json
+    program = plan.kernel_program(kernels)
+    errors: list[RowError] = []
+    avro_segments: list[Segment] = []
+    row0 = 0
+    for seg in segments:
+        starts, ends = seg.bounds()
+        found, out, offsets, validity = kernels.transcode(program, seg.data, starts, ends, seg.validity, keep_going)
+        data = seg.data
+        found, validity = _check_constraints(plan, data, starts, ends, found, validity, keep_going)
+        errors.extend(
+            plan.row_error(code, row0 + row, offset, detail, _payload(code, data, starts, ends, row))
+            for code, row, offset, detail in found
+        )
+        rows = len(starts)
+        if found and not keep_going:
+            rows = found[0][1]  # the batch holds the rows before the first bad one
+        avro_segments.append(
+            Segment(
+                pa.py_buffer(out),
+                offsets[:rows],
+                offsets[1 : rows + 1],
+                None if validity is None else validity[:rows],
+                None,
+            )
+        )
+        if found and not keep_going:
+            break
+        row0 += rows
+    avro_errors, batch = run(plan.layout, [plan.avro], avro_segments, keep_going)
+    if avro_errors:  # the transcoder wrote bytes its own shadow cannot read: a bug, never bad data
+        code, index, _, detail = avro_errors[0]
+        raise AssertionError(f"JSON transcoder output unreadable at row {index}: {ErrorCode(code).name} {detail}")
+    return batch, errors
 
 
 def _check_constraints(
