@@ -290,3 +290,12 @@ def test_latest_version_readers_and_writers_resolve_references(backend, tmp_path
     out = MessageDecoder(reg, reader_subject="invoices-value").decode(again)
     assert out.to_pylist() == [{"id": "i2", "total": {"currency": "USD", "units": 3}}]
     reg.close()
+
+
+def test_registry_schema_type_with_message_and_on_error_raise(backend, tmp_path):
+    reg = LocalRegistry(str(tmp_path / "schemas.db"))
+    sid = reg.register("orders-value", SHOP, schema_type="PROTOBUF")
+    messages = [_framed(sid, _order(i), ORDER) for i in range(2)]
+    out = MessageDecoder(reg, message=ORDER).decode(messages)  # no format=, no on_error: raise mode
+    assert _rows(out) == [_expected_order(0), _expected_order(1)]
+    reg.close()

@@ -550,6 +550,23 @@ class MessageDecoder:
         chunks, total = binary_chunks(messages, native_offsets=True)
         return self._decode_chunks(chunks, total)
 
+    def _protobuf_ids(self, keys: Sequence[Any]) -> bool:
+        """Before resolving a batch under a defaulted Confluent prefix: switch to
+        ``CONFLUENT_PROTOBUF`` when the first id the registry knows is a Protobuf schema (True: the
+        batch is unframed again), so its rows are read by their message-index paths from the start."""
+        if not (self._protocol_auto and self.protocol is wire.CONFLUENT):
+            return False
+        for k in keys:
+            try:
+                writer = self._writer(registry_key(k))
+            except (SchemaNotFoundError, SchemaError):
+                continue
+            if writer.fmt.name == "PROTOBUF":
+                self.protocol = wire.CONFLUENT_PROTOBUF
+                return True
+            return False
+        return False
+
     def _protobuf_prefix(self, resolved: _Resolved) -> bool:
         """Switch a defaulted Confluent prefix to ``CONFLUENT_PROTOBUF`` once the registry says the
         schemas are Protobuf (whose Confluent prefix always holds a message-index path); True when
@@ -568,6 +585,8 @@ class MessageDecoder:
         single = single_id(chunks, protocol)
         if single is not None:
             # one schema id, every prefix valid: the payload format skips the fixed prefix itself
+            if self._protobuf_ids(single):
+                return self._decode_chunks(chunks, total)
             resolved = self._resolve(single, keep_going)
             if self._protobuf_prefix(resolved):
                 return self._decode_chunks(chunks, total)
@@ -593,6 +612,8 @@ class MessageDecoder:
                 unique_keys = [_Pathed(u["k"], paths[int(u["p"])]) for u in unique_keys]
             elif paths is not None:  # one path for every row
                 unique_keys = [_Pathed(u, paths[0] if paths else None) for u in unique_keys]
+            if self._protobuf_ids(list(unique)):
+                return self._decode_chunks(chunks, total)
             resolved = self._resolve(unique_keys, keep_going, first)
             if self._protobuf_prefix(resolved):
                 return self._decode_chunks(chunks, total)
