@@ -232,6 +232,13 @@ def index_paths(counts: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, lis
     Rows of one-element paths (nearly all messages) are numbered with numpy; longer ones one by one.
     """
     n = len(counts)
+    if n and len(values) == n and counts.min() == 1 and counts.max() == 1:
+        # one index per row (nearly every batch): no offsets to build, and usually one path only
+        first = values[0]
+        if (values == first).all():
+            return np.zeros(n, dtype=np.int32), [(int(first),)]
+        lone, lone_rows = np.unique(values, return_inverse=True)
+        return lone_rows.reshape(-1).astype(np.int32), [(int(v),) for v in lone.tolist()]
     counts = np.asarray(counts, dtype=np.int64)
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=starts[1:])

@@ -1,8 +1,11 @@
-"""Pure-Python twin of the Protobuf -> Avro transcoder (compiled twin: ``protobuf_c.pyx``).
+"""Pure-Python twin of the Protobuf kernel (compiled twin: ``protobuf_c.pyx``).
 
 The transcoder reads each Protobuf payload once, following a *program* (see
 ``formats/protobuf/mapping.py``), and writes the payload's Avro binary encoding under the shadow
 schema the program stands for; the Avro column builders then decode those bytes into Arrow.
+:func:`decode` gives those builders for a batch: here by :func:`transcode` and the Avro kernel, in
+the compiled twin by appending each value to the builders as it is read (the same columns and the
+same errors).
 
 Program
 -------
@@ -71,11 +74,13 @@ PROTO_VALUE_RANGE            first byte of the Timestamp / Duration             
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
+from . import avro_py
 from ._typing import ArrayLike, ByteData, Int64Array, KernelError, UInt8Array
 from .defs import (
     P_BOOL,
@@ -116,7 +121,7 @@ from .defs import (
     PROTO_WRONG_WIRE_TYPE,
 )
 
-__all__ = ["Program", "transcode"]
+__all__ = ["Program", "decode", "transcode"]
 
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
 # the result of transcode: errors, Avro bytes, offsets (n + 1), validity (None: every row valid)
@@ -324,11 +329,19 @@ class Program:
     ----------
     nodes
         The flat tuple of nodes; node 0 is the root message. A malformed program is a ValueError.
+    avro
+        The Avro program ``(ops, kids)`` of the program's shadow schema read as itself, which
+        :func:`decode` needs (the compiled twin binds each field to its op there).
     """
 
-    def __init__(self, nodes: tuple[Any, ...]) -> None:
+    def __init__(self, nodes: tuple[Any, ...], avro: tuple[Any, Any] | None = None) -> None:
         self.nodes = nodes
         self.root: _Message = _prepare(nodes)[0]
+        if avro is not None and not (isinstance(avro, tuple) and len(avro) == 2):
+            raise ValueError("avro is the Avro program (ops, kids)")
+        if avro is not None and not avro[0]:
+            raise ValueError("the Avro program has no ops")
+        self.avro = avro
 
 
 class _State:
@@ -732,3 +745,61 @@ def transcode(
         offsets[i + 1] = len(out)
     result = np.frombuffer(bytes(out), dtype=np.uint8) if out else np.zeros(0, dtype=np.uint8)
     return errors, result, offsets, (None if valid.all() else valid)
+
+
+def decode(
+    program: Program,
+    layout: avro_py.Layout,
+    avro_program: avro_py.Program,
+    segments: Sequence[tuple[ByteData, ArrayLike, ArrayLike, ArrayLike | None]],
+    keep_going: bool,
+    hints: Sequence[tuple[float, float]] | None = None,
+) -> tuple[list[KernelError], list[Any], KernelError | None]:
+    """Decode every Protobuf payload of ``segments`` into the Avro column builders of ``layout``.
+
+    Here each segment is transcoded (:func:`transcode`) and the Avro bytes are decoded by the Avro
+    kernel (``avro_py.decode`` with ``avro_program``, the program ``program`` was made with); the
+    compiled twin appends to the builders while it reads. Both give the same builders and the same
+    errors.
+
+    Parameters
+    ----------
+    program
+        The prepared program, made with ``avro=`` (its shadow schema's Avro program).
+    layout, avro_program
+        That Avro program's layout and program as the Avro kernel twin of the same backend takes them.
+    segments
+        ``[(data, starts, ends, validity), ...]``, each as :func:`transcode` takes them; rows are
+        numbered across segments.
+    keep_going
+        Report every bad row, which becomes a null row (True), or stop at the first one (False: the
+        builders hold the rows before it).
+    hints
+        Bytes per row of each builder in an earlier batch, as ``avro_py.decode`` takes them.
+
+    Returns
+    -------
+    tuple
+        ``(errors, outputs, bug)``: the ``(code, row, offset, detail)`` errors, the builders as
+        ``avro_py.decode`` returns them, and None, or the first Avro error the builders raised on
+        what the transcoder gave them (``(code, row, offset, detail)``; a bug, never bad data).
+    """
+    if program.avro is None:
+        raise ValueError("decode needs a Program made with its Avro program (avro=)")
+    errors: list[KernelError] = []
+    avro_segments: list[tuple[Any, Any, Any, Any, None]] = []
+    row0 = 0
+    for data, starts, ends, validity in segments:
+        found, out, offsets, valid = transcode(program, data, starts, ends, validity, keep_going)
+        errors.extend((code, row0 + row, offset, detail) for code, row, offset, detail in found)
+        rows = len(offsets) - 1
+        if found and not keep_going:
+            rows = found[0][1]  # the builders hold the rows before the first bad one
+        avro_segments.append(
+            (out, offsets[:rows], offsets[1 : rows + 1], None if valid is None else valid[:rows], None)
+        )
+        if found and not keep_going:
+            break
+        row0 += rows
+    avro_errors, outputs = avro_py.decode(layout, [avro_program], avro_segments, keep_going, hints)
+    return errors, outputs, (avro_errors[0] if avro_errors else None)

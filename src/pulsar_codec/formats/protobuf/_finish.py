@@ -93,17 +93,36 @@ def _validity(array: pa.Array) -> np.ndarray | None:
 def _numbers_and_validity(array: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
     """An int32 array's values (anything under a null) and its validity, read from its buffers."""
     n, offset = len(array), array.offset
-    values = np.frombuffer(array.buffers()[1], dtype=np.int32, count=n + offset)[offset:].astype(np.int64)
+    values = np.frombuffer(array.buffers()[1], dtype=np.int32, count=n + offset)[offset:]
     return values, _validity(array)
+
+
+# enums whose numbers span at most this many values are looked up in a table (else by binary search)
+_TABLE_SPAN = 1 << 16
+
+
+def _enum_indices(values: np.ndarray, numbers: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's dictionary index (0 where unknown) and whether it is a known number."""
+    lo, hi = int(numbers[0]), int(numbers[-1])
+    if hi - lo < _TABLE_SPAN:
+        table = np.full(hi - lo + 2, -1, dtype=np.int32)  # the last entry: every number outside lo..hi
+        table[numbers - lo] = index
+        at = values.astype(np.int64) - lo
+        at[(at < 0) | (at > hi - lo)] = hi - lo + 1
+        found = table[at]
+        hit = found >= 0
+        return np.maximum(found, 0), hit
+    wide = values.astype(np.int64)
+    at = np.minimum(np.searchsorted(numbers, wide), len(numbers) - 1)
+    hit = numbers[at] == wide
+    return np.where(hit, index[at], 0).astype(np.int32), hit
 
 
 def _enum_column(array: pa.Array, info: EnumInfo) -> pa.Array:
     """Enum numbers -> dictionary<int32, string>; unknown numbers get their decimal text."""
     numbers, index = _first_index(info)
     values, valid = _numbers_and_validity(array)
-    at = np.minimum(np.searchsorted(numbers, values), len(numbers) - 1)
-    hit = numbers[at] == values
-    indices = np.where(hit, index[at], 0).astype(np.int32)
+    indices, hit = _enum_indices(values, numbers, index)
     unknown = ~hit if valid is None else ~hit & valid
     names = list(info.names)
     if unknown.any():

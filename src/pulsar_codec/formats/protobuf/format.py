@@ -1,12 +1,14 @@
 """Protobuf payloads behind the format interface of :mod:`pulsar_codec.formats.base` (decoding).
 
-Decoding is two passes over one batch, as for JSON: the Protobuf kernel (``_backend.active().protobuf``)
-reads every payload once, following the transcode program of the reader message (:mod:`.mapping`),
-and writes each row's Avro binary form under the shadow schema; the Avro format's
-:func:`~..avro.format.run` then builds the Arrow columns from those bytes, and :mod:`._finish` turns
-enum numbers into dictionaries and Struct values into JSON text. Protobuf reads fields by number,
-so the program comes from the reader message alone; the writer only has to be Protobuf too (which
-message a row holds is the pipeline's business: Confluent's message indexes).
+The reader message's mapping (:mod:`.mapping`) gives a transcode program and its Avro shadow schema,
+whose Avro plan (the shadow read as itself) names the column builders. Decoding is one pass, as for
+JSON: the Protobuf kernel (``_backend.active().protobuf.decode``) reads every payload once, following
+the program, into the Avro decoder's column builders, which become the batch as an Avro batch would
+(the pure twin transcodes each payload to its Avro binary form and runs the Avro kernel on those
+bytes: the same builders); then :mod:`._finish` turns enum numbers into dictionaries and Struct
+values into JSON text. Protobuf reads fields by number, so the program comes from the reader message
+alone; the writer only has to be Protobuf too (which message a row holds is the pipeline's business:
+Confluent's message indexes).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from google.protobuf.descriptor import Descriptor
 
 from ..._kernels import _backend
 from ...errors import ErrorCode, SchemaError, raise_for
-from ..avro.format import AvroPlan, run
+from ..avro.format import AvroPlan, finish, kernel_layout
 from ..avro.plan import build_plan
 from ..base import RowError, Segment
 from . import schema as pb_schema
@@ -82,7 +84,7 @@ class ProtobufPlan:
         """The program as ``kernels`` (a Protobuf kernel twin) runs it, prepared once per twin."""
         found = self.prepared.get(kernels)
         if found is None:
-            found = self.prepared[kernels] = kernels.Program(self.mapping.program)
+            found = self.prepared[kernels] = kernels.Program(self.mapping.program, self.avro.program)
         return found
 
     def row_layout(self, kernels: Any) -> Any:
@@ -183,37 +185,23 @@ class ProtobufFormat:
         plan = plans[0]
         if any(p.layout is not plan.layout for p in plans):
             raise ValueError("plans decoded together must share one reader (build them with base=)")
-        kernels = _backend.active().protobuf
-        program = plan.kernel_program(kernels)
-        errors: list[RowError] = []
-        avro_segments: list[Segment] = []
-        row0 = 0
-        for seg in segments:
-            starts, ends = seg.bounds()
-            found, out, offsets, validity = kernels.transcode(program, seg.data, starts, ends, seg.validity, keep_going)
-            errors.extend(plan.row_error(code, row0 + row, offset, detail) for code, row, offset, detail in found)
-            rows = len(starts)
-            if found and not keep_going:
-                rows = found[0][1]  # the batch holds the rows before the first bad one
-            avro_segments.append(
-                Segment(
-                    pa.py_buffer(out),
-                    offsets[:rows],
-                    offsets[1 : rows + 1],
-                    None if validity is None else validity[:rows],
-                    None,
-                )
-            )
-            if found and not keep_going:
-                break
-            row0 += rows
-        avro_errors, batch = run(plan.layout.avro, [plan.avro], avro_segments, keep_going)
-        if avro_errors:  # the transcoder wrote bytes its own shadow cannot read: a bug, never bad data
-            code, index, _, detail = avro_errors[0]
+        backend = _backend.active()
+        bounds = [seg.bounds() for seg in segments]
+        found, outputs, bug = backend.protobuf.decode(
+            plan.kernel_program(backend.protobuf),
+            kernel_layout(plan.layout.avro, backend.avro),
+            plan.avro.kernel_program(backend.avro),
+            [(seg.data, starts, ends, seg.validity) for seg, (starts, ends) in zip(segments, bounds, strict=True)],
+            keep_going,
+            plan.layout.avro.hints,
+        )
+        if bug is not None:  # the transcoder wrote bytes its own shadow cannot read: a bug, never bad data
+            code, index, _, detail = bug
             raise AssertionError(
                 f"Protobuf transcoder output unreadable at row {index}: {ErrorCode(code).name} {detail}"
             )
-        return finish_batch(plan.layout, batch), errors
+        errors = [plan.row_error(code, row, offset, detail) for code, row, offset, detail in found]
+        return finish_batch(plan.layout, finish(plan.layout.avro, outputs)), errors
 
     def decode_value(self, plan: ProtobufPlan, data: Any, start: int = 0) -> Any:
         """The Python value of the one payload ``data[start:]``, by the same kernels as :meth:`decode`.
