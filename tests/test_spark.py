@@ -845,3 +845,75 @@ def test_bad_rows_are_walked_in_linear_time():
     good = wire.CONFLUENT.pack(7, b"x")
     column = pa.array([good if i % 2 == 0 else b"\x09bad" for i in range(n)], pa.binary())
     assert frame_ids(column, wire.CONFLUENT) == {7}
+
+
+# -- the distinct-id pre-pass: only when the job needs it ------------------------------------------------
+
+
+def _jobs_run_by(spark, fn):
+    """The Spark jobs ``fn`` runs on the driver (a pre-pass is one, planning a decode is none)."""
+    group = f"prepass-{uuid.uuid4().hex}"
+    context = spark.sparkContext
+    context.setJobGroup(group, "counted")
+    try:
+        result = fn()
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    return result, len(context.statusTracker().getJobIdsForGroup(group))
+
+
+def test_prepass_runs_only_when_needed():
+    from pulsar_codec.integrations.spark.decode import wants_prepass
+
+    # (prefetch, streaming, executors can resolve ids, reader fixed without the data) -> pre-pass
+    assert wants_prepass(None, False, True, True) is False
+    assert wants_prepass(None, False, True, False) is True  # the reader is the newest id in the column
+    assert wants_prepass(None, False, False, True) is True  # the executors cannot ask the registry
+    assert wants_prepass(True, False, True, True) is True and wants_prepass(False, False, False, False) is False
+    assert wants_prepass(True, True, True, True) is False  # a stream is never scanned ahead
+
+
+def test_decode_plans_without_a_scan_when_the_reader_is_known(spark, users_registry):
+    reg, ids = users_registry
+    df = frame_of(spark, user_messages(ids))
+    # a registry file the executors open, and a reader: planning runs no job; the executors fetch the ids
+    out, jobs = _jobs_run_by(spark, lambda: pcs.decode(df, registry=str(reg.path), reader_schema=V3))
+    assert jobs == 0
+    assert [as_dict(r["decoded"]) for r in collect_sorted(out)] == EXPECTED_USERS
+    # reader_subject: the subject's latest version, asked of the registry once on the driver
+    older = frame_of(spark, user_messages(ids)[:1])
+    out, jobs = _jobs_run_by(spark, lambda: pcs.decode(older, registry=reg, reader_subject="users-value"))
+    assert jobs == 0 and out.schema["decoded"].dataType.names == ["id", "name", "email", "score"]
+    assert as_dict(out.collect()[0]["decoded"]) == EXPECTED_USERS[0]
+    # subjects fix the reader too: the newest of their versions
+    out, jobs = _jobs_run_by(spark, lambda: pcs.decode(older, registry=reg, subjects=["users-value"]))
+    assert jobs == 0 and out.schema["decoded"].dataType.names == ["id", "name", "email", "score"]
+    # no reader: the output struct depends on the ids in the column, found by the pre-pass
+    out, jobs = _jobs_run_by(spark, lambda: pcs.decode(older, registry=reg))
+    assert jobs >= 1 and out.schema["decoded"].dataType.names == ["id", "name"]
+    # an in-memory registry cannot be opened by the executors: the pre-pass ships what they need
+    memory = LocalRegistry(":memory:")
+    sid = memory.register("users-value", json.dumps(V1))
+    msgs = frame_of(spark, [wire.CONFLUENT.pack(sid, body(V1, {"id": 5, "name": "m"}))])
+    out, jobs = _jobs_run_by(spark, lambda: pcs.decode(msgs, registry=memory, reader_schema=V1))
+    assert jobs >= 1 and as_dict(out.collect()[0]["decoded"]) == {"id": 5, "name": "m"}
+    memory.close()
+    with pytest.raises(ValueError, match="reader_subject"):
+        pcs.decode(df, registry={1: V1}, reader_subject="users-value")
+
+
+def test_mapping_registry_needs_no_prepass_and_knows_its_unknown_ids(spark):
+    msgs = [
+        wire.CONFLUENT.pack(99, body(V1, {"id": 1, "name": "a"})),
+        wire.CONFLUENT.pack(1, body(V1, {"id": 2, "name": "b"})),
+    ]
+    df = frame_of(spark, msgs)
+    for prefetch in (None, False):  # by default, and when told not to scan
+        out, jobs = _jobs_run_by(spark, lambda prefetch=prefetch: pcs.decode(df, registry={1: V1}, prefetch=prefetch))
+        assert jobs == 0
+        rows = collect_sorted(out)
+        assert [as_dict(r["decoded"]) for r in rows] == [None, {"id": 2, "name": "b"}]
+        assert rows[0]["decode_error"]["code"] == ErrorCode.SCHEMA_NOT_FOUND  # an error row, not a failed task
+    # the newest schema of the Mapping is the reader, as before
+    out = pcs.decode(df, registry={1: V1, 2: V2})
+    assert out.schema["decoded"].dataType.names == ["id", "name", "email"]

@@ -3,9 +3,15 @@
 1. starts the embedded registry (a SQLite file in the output folder);
 2. generates an ``orders`` topic whose Avro schema evolves over three versions (registered under
    ``orders-value`` with BACKWARD compatibility), a ``customers`` topic of INLINE KeyValue
-   messages (string key, Avro value), and a few corrupt messages;
-3. writes both as raw Parquet tables shaped like a Pulsar topic dump (``pulsar-codec dump``);
-4. decodes them with the Spark pipeline in local mode (or the local Arrow engine);
+   messages (string key, Avro value), and a few corrupt messages, and writes both as raw Parquet
+   tables shaped like a Pulsar topic dump (``pulsar-codec dump``);
+3. starts a local Pulsar broker (pulsar-lite, bound to 127.0.0.1) and produces both topics to it;
+4. reads them back: with Spark, ``orders`` as a stream through ``readStream.format("pulsar")``
+   (``availableNow``, a few micro-batches, decoded on the way by ``spark.decode``, progress shown)
+   and ``customers`` through ``read.format("pulsar")``; with the local engine, the topics are
+   dumped (``pulsar-codec dump``) and decoded in this process with every core
+   (``MessageDecoder(threads=0)``). Where no broker can start (pulsar-lite or pulsar-client not
+   installed), the generated dumps are read instead;
 5. writes the decoded rows and a dead-letter table of the bad ones (raw bytes kept), and prints a
    summary: rows per schema id, errors and throughput.
 """
@@ -16,7 +22,7 @@ import decimal
 import json
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +34,17 @@ import pyarrow.parquet as pq
 from . import _console
 from ._console import best_of
 
-__all__ = ["ORDER_SCHEMAS", "CUSTOMER_SCHEMA", "DemoResult", "generate", "run"]
+__all__ = ["CUSTOMERS_TOPIC", "CUSTOMER_SCHEMA", "ORDERS_TOPIC", "ORDER_SCHEMAS", "DemoResult", "generate", "run"]
+
+ORDERS_TOPIC = "persistent://public/default/orders"
+CUSTOMERS_TOPIC = "persistent://public/default/customers"
+INDEX_PROPERTY = "index"
+"""The message property that carries an order's position in the generated topic (the dead-letter
+``index`` of a message read from the broker)."""
+READ_TIMEOUT_MS = 10_000
+"""The source's wait for a message on the local broker before its reader is reopened."""
+MICRO_BATCHES = 4
+"""About how many micro-batches the streaming read of ``orders`` takes (``max_records_per_trigger``)."""
 
 _STATUS = {"type": "enum", "name": "Status", "namespace": "demo", "symbols": ["NEW", "PAID", "SHIPPED", "CANCELLED"]}
 _TS = {"type": "long", "logicalType": "timestamp-millis"}
@@ -212,6 +228,21 @@ class DemoResult:
     outputs: dict[str, Path] = field(default_factory=dict)
     planted: int = 0
     """Corrupt messages the demo planted (none below 100 rows): ``errors`` should equal it."""
+    source: str = "files"
+    """Where the topics were read from: ``"pulsar-lite"`` (a local broker) or ``"files"`` (the
+    generated dumps, where no broker could start)."""
+    micro_batches: list[int] = field(default_factory=list)
+    """Messages per micro-batch of the streaming read of ``orders`` (Spark with a broker)."""
+
+
+def _rows_by_id(payloads: pa.Array, bad: np.ndarray) -> dict[int, int]:
+    """Rows per schema id among the good framed messages (``bad``: positions of the dead letters)."""
+    from .. import wire
+
+    good = np.ones(len(payloads), dtype=bool)
+    good[bad] = False
+    ids = wire.unframe(payloads.filter(pa.array(good)).drop_null(), wire.CONFLUENT).schema_ids.to_numpy()
+    return {int(k): int(v) for k, v in zip(*np.unique(ids, return_counts=True))}
 
 
 def _decode_orders(
@@ -245,11 +276,8 @@ def _decode_orders(
         )
         stats["seconds"] = time.perf_counter() - start
     payloads = pq.read_table(raw_path, columns=["payload"])["payload"]
-    good = np.ones(len(payloads), dtype=bool)
-    good[pq.read_table(dead_path, columns=["index"])["index"].to_numpy()] = False
-    ids = wire.unframe(payloads.filter(pa.array(good)).drop_null(), wire.CONFLUENT).schema_ids.to_numpy()
-    counts = {int(k): int(v) for k, v in zip(*np.unique(ids, return_counts=True))}
-    return stats, counts
+    dead = pq.read_table(dead_path, columns=["index"])["index"].to_numpy()
+    return stats, _rows_by_id(payloads.combine_chunks(), dead)
 
 
 def _decode_keyvalue_spark(session: Any, raw_path: Path, registry: Any, out_path: Path) -> int:
@@ -262,6 +290,184 @@ def _decode_keyvalue_spark(session: Any, raw_path: Path, registry: Any, out_path
     parts = pcs.split_keyvalue(raw, "payload", key_column="key_bytes", value_column="value_bytes")
     decoded = pcs.decode(parts, "value_bytes", registry=registry, reader_schema=CUSTOMER_SCHEMA)
     result = decoded.select(F.col("key_bytes").cast("string").alias("customer"), "decoded.*")
+    result.write.mode("overwrite").parquet(str(out_path))
+    rows: int = session.read.parquet(str(out_path)).count()
+    return rows
+
+
+# -- the topics on a local broker ------------------------------------------------------------------
+
+
+def _start_broker(out: Path, gen: Generated, bar: _console.Progress) -> tuple[Any, str]:
+    """A pulsar-lite broker with both topics produced to it, or ``(None, why not)``."""
+    from ._broker import BrokerUnavailable, produce, start_lite
+
+    try:
+        broker = start_lite(out / "pulsar-lite")
+    except BrokerUnavailable as exc:
+        return None, str(exc)
+    try:
+        orders = pq.read_table(gen.orders_path, columns=["payload"])["payload"].to_pylist()
+        customers = pq.read_table(gen.customers_path, columns=["payload"])["payload"].to_pylist()
+        bar.update(label=f"producing {len(orders):,} orders and {len(customers):,} customers to pulsar-lite")
+        produce(broker.url, ORDERS_TOPIC, orders, index_property=INDEX_PROPERTY)
+        produce(broker.url, CUSTOMERS_TOPIC, customers)
+    except BaseException:
+        broker.stop()
+        raise
+    return broker, ""
+
+
+def _dump_topics(broker: Any, gen: Generated) -> None:
+    """``pulsar-codec dump`` of both topics over the generated files: the local engine reads the
+    broker's messages, in topic order (a dead letter's ``index`` is its position in the topic)."""
+    from ..pulsar import dump_to_parquet
+
+    for topic, path in ((ORDERS_TOPIC, gen.orders_path), (CUSTOMERS_TOPIC, gen.customers_path)):
+        try:
+            dump_to_parquet(broker.url, topic, path)
+        except TimeoutError:  # pulsar-lite at times stops dispatching to a reader: one more read
+            dump_to_parquet(broker.url, topic, path)
+
+
+def _entries(url: str, topic: str) -> int:
+    """The entries (producer batches) of a topic, from its last message id (one ledger)."""
+    from ..integrations.spark.pulsar_offsets import last_message_id
+    from ._broker import client
+
+    c = client(url)
+    try:
+        return int(last_message_id(c, topic).entry_id()) + 1
+    finally:
+        c.close()
+
+
+def _dead_letter_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow``: bad rows of the streamed orders into dead-letter rows (the contract's)."""
+    from .. import wire
+    from ._contract import dead_letter_table
+
+    for batch in batches:
+        error = batch.column("decode_error")
+        texts = batch.column("error_text").to_pylist()
+        table = dead_letter_table(
+            batch.column("index").to_numpy(zero_copy_only=False),
+            batch.column("payload"),
+            error.field("code").to_numpy(zero_copy_only=False),
+            error.field("offset").to_numpy(zero_copy_only=False),
+            texts,
+            wire.CONFLUENT,
+        )
+        yield from table.to_batches()
+
+
+def _stream_orders(
+    session: Any, url: str, registry_path: Path, out: Path, out_path: Path, dead_path: Path, rows: int
+) -> tuple[dict[str, Any], list[int]]:
+    """``orders`` from the broker as a stream (``readStream.format("pulsar")``, ``availableNow``, a
+    few micro-batches), decoded on the way by ``spark.decode`` into a Parquet sink with a
+    checkpoint; then the contract's tables from the sink. Returns the statistics and the messages
+    of each micro-batch."""
+    import shutil
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType
+
+    from .. import spark as pcs
+    from .. import wire
+    from ..integrations.spark.types import spark_type
+    from ._contract import dead_letter_schema
+
+    landed, checkpoint = out / "orders-stream", out / "orders-stream-checkpoint"
+    for folder in (landed, checkpoint):  # a new broker: the old checkpoint's offsets mean nothing here
+        shutil.rmtree(folder, ignore_errors=True)
+    pcs.register(session)
+    per_trigger = max(1, -(-_entries(url, ORDERS_TOPIC) // MICRO_BATCHES))
+    start = time.perf_counter()
+    raw = (
+        session.readStream.format("pulsar")
+        .option("service_url", url)
+        .option("topics", ORDERS_TOPIC)
+        .option("decode", "false")
+        .option("max_records_per_trigger", str(per_trigger))
+        .option("timeout_ms", str(READ_TIMEOUT_MS))
+        .load()
+    )
+    framed = raw.select(
+        F.col("properties")[INDEX_PROPERTY].cast("long").alias("index"), F.col("value").alias("payload")
+    )
+    # no pre-pass on a stream: the reader is the subject's latest version, the ids are fetched by
+    # the executors from the registry file
+    decoded = pcs.decode(framed, "payload", registry=str(registry_path), reader_subject="orders-value")
+    query = (
+        decoded.writeStream.format("parquet")
+        .option("path", str(landed))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    batches: list[int] = []
+    with _console.progress("streaming orders from pulsar-lite", total=rows) as bar:
+        while query.isActive:
+            batches = [int(p["numInputRows"]) for p in query.recentProgress]
+            rate = query.lastProgress["processedRowsPerSecond"] if query.lastProgress else 0.0
+            bar.update(
+                completed=sum(batches),
+                label=f"orders stream: {len(batches)} micro-batches, {rate:,.0f} msg/s",
+            )
+            query.awaitTermination(0.25)
+        query.awaitTermination()  # raises the query's error, if it failed
+        batches = [int(p["numInputRows"]) for p in query.recentProgress if int(p["numInputRows"])]
+        bar.update(completed=sum(batches))
+    streamed = time.perf_counter() - start
+
+    landed_df = session.read.parquet(str(landed))
+    counts = landed_df.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.count("decode_error").alias("errors"),
+        F.sum(F.col("payload").isNull().cast("long")).alias("nulls"),
+    ).collect()[0]
+    is_bad = F.col("decode_error").isNotNull()
+    landed_df.where(~is_bad).select("decoded.*").write.mode("overwrite").parquet(str(out_path))
+    text = F.regexp_replace(
+        "decode_error.message",
+        r"\(byte (\d+)\)",
+        F.concat(F.lit("(message "), F.col("index").cast("string"), F.lit(", byte $1)")),
+    )
+    schema = StructType(
+        [StructField(f.name, spark_type(f.type), f.nullable) for f in dead_letter_schema(wire.CONFLUENT)]
+    )
+    dead = landed_df.where(is_bad).select("index", "payload", "decode_error", text.alias("error_text"))
+    dead.mapInArrow(_dead_letter_rows, schema).write.mode("overwrite").parquet(str(dead_path))
+    rows_in, errors, nulls = int(counts["rows"]), int(counts["errors"]), int(counts["nulls"] or 0)
+    stats = {
+        "rows": rows_in,
+        "decoded": rows_in - errors - nulls,
+        "errors": errors,
+        "nulls": nulls,
+        "seconds": streamed,
+    }
+    return stats, batches
+
+
+def _customers_from_pulsar(session: Any, url: str, registry_path: Path, out_path: Path) -> int:
+    """``customers`` through ``read.format("pulsar")``: INLINE KeyValue split by the source (keys
+    are plain strings, so they stay bytes), the values decoded with ``spark.decode``."""
+    from pyspark.sql import functions as F
+
+    from .. import spark as pcs
+
+    raw = (
+        session.read.format("pulsar")
+        .option("service_url", url)
+        .option("topics", CUSTOMERS_TOPIC)
+        .option("keyvalue", "INLINE")
+        .option("decode", "false")
+        .option("timeout_ms", str(READ_TIMEOUT_MS))
+        .load()
+    )
+    decoded = pcs.decode(raw, "value", registry=str(registry_path), reader_schema=CUSTOMER_SCHEMA)
+    result = decoded.select(F.col("key").cast("string").alias("customer"), "decoded.*")
     result.write.mode("overwrite").parquet(str(out_path))
     rows: int = session.read.parquet(str(out_path)).count()
     return rows
@@ -283,51 +489,90 @@ def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None]
     decoded_path = out / "orders-decoded.parquet"
     dead_path = out / "orders-dead-letter.parquet"
     customers_path = out / "customers-decoded.parquet"
-    with _console.progress("demo", total=6 if engine == "spark" else 5) as bar:
-        registry = LocalRegistry(registry_path)
-        bar.advance()
-        t0 = time.perf_counter()
-        bar.update(label=f"generating {rows:,} order messages")
-        gen = generate(registry, out, rows, seed)
-        bar.advance()
-        session = None
-        if engine == "spark":
-            from .parquet_spark import spark_session
-
-            bar.update(label="starting Spark (local mode)")
-            session = spark_session("pulsar-codec-demo")
+    broker: Any = None
+    no_broker = "no messages to produce"
+    batches: list[int] = []
+    try:
+        with _console.progress("demo", total=7 if engine == "spark" else 6) as bar:
+            registry = LocalRegistry(registry_path)
             bar.advance()
-        bar.update(label=f"decoding orders ({engine} engine)")
-        t1 = time.perf_counter()
-        stats, counts = _decode_orders(gen.orders_path, registry, decoded_path, dead_path, engine, session)
-        seconds = time.perf_counter() - t1
-        bar.advance()
-        bar.update(label="decoding KeyValue customers")
-        if session is not None:
-            customers = _decode_keyvalue_spark(session, gen.customers_path, registry_path, customers_path)
-        else:
-            customers = _decode_keyvalue(gen.customers_path, registry, customers_path)
-        bar.advance()
-        kernel_rate = _kernel_rate(gen.orders_path, registry, ORDER_SCHEMAS[-1])
-        bar.advance()
+            t0 = time.perf_counter()
+            bar.update(label=f"generating {rows:,} order messages")
+            gen = generate(registry, out, rows, seed)
+            bar.advance()
+            if rows:
+                bar.update(label="starting pulsar-lite (a local Pulsar broker)")
+                broker, no_broker = _start_broker(out, gen, bar)
+            bar.advance()
+            session = None
+            if engine == "spark":
+                from .parquet_spark import spark_session
+
+                bar.update(label="starting Spark (local mode)")
+                session = spark_session("pulsar-codec-demo")
+                bar.advance()
+            t1 = time.perf_counter()
+            if broker is not None and session is not None:
+                bar.update(label='streaming orders through format("pulsar")')
+                stats, batches = _stream_orders(session, broker.url, registry_path, out, decoded_path, dead_path, rows)
+                dead = pq.read_table(dead_path, columns=["index"])["index"].to_numpy()
+                payloads = pq.read_table(gen.orders_path, columns=["payload"])["payload"].combine_chunks()
+                counts = _rows_by_id(payloads, dead)
+            else:
+                if broker is not None:
+                    bar.update(label="dumping the topics (pulsar-codec dump)")
+                    _dump_topics(broker, gen)
+                bar.update(label=f"decoding orders ({engine} engine)")
+                stats, counts = _decode_orders(gen.orders_path, registry, decoded_path, dead_path, engine, session)
+            seconds = time.perf_counter() - t1
+            bar.advance()
+            bar.update(label="decoding KeyValue customers")
+            if session is not None and broker is not None:
+                customers = _customers_from_pulsar(session, broker.url, registry_path, customers_path)
+            elif session is not None:
+                customers = _decode_keyvalue_spark(session, gen.customers_path, registry_path, customers_path)
+            else:
+                customers = _decode_keyvalue(gen.customers_path, registry, customers_path)
+            bar.advance()
+            kernel_rate = _kernel_rate(gen.orders_path, registry, ORDER_SCHEMAS[-1])
+            bar.advance()
+    finally:
+        if broker is not None:
+            broker.stop()
+    source = "pulsar-lite" if broker is not None else "files"
     good, bad, decode_seconds = int(stats["decoded"]), int(stats["errors"]), float(stats["seconds"])
     say(f"pulsar_codec {pc.__version__} (kernels: {pc.BACKEND}), engine: {engine}")
     say(f"registry {registry_path}: orders-value ids {gen.ids}, customers-value id {gen.customer_id}")
+    if broker is not None:
+        how = (
+            'orders streamed through readStream.format("pulsar"), customers read through read.format("pulsar")'
+            if session is not None
+            else "dumped with pulsar-codec dump, decoded in this process"
+        )
+        say(f"topics on pulsar-lite {broker.url}: orders, customers; {how}")
+    else:
+        say(f"no local broker ({no_broker}): reading the generated topic dumps")
     say(
         f"raw topic dumps: {gen.orders_path.name} ({gen.payload_bytes / 1e6:.1f} MB of payloads), {gen.customers_path.name}"
     )
     say("")
     say("orders topic")
+    if batches:
+        sizes = " + ".join(f"{b:,}" for b in batches)
+        say(f"  streamed in {len(batches)} micro-batches (availableNow, checkpointed): {sizes} messages")
     for schema_id in sorted(counts):
         version = gen.ids.index(schema_id) + 1 if schema_id in gen.ids else "?"
         say(f"  schema id {schema_id} (orders-value v{version}): {counts[schema_id]:>9,} rows")
     say(f"  decoded {good:,} rows into {decoded_path.name}/ (read as v3: older rows get the defaults)")
     say(f"  {bad:,} corrupt messages -> {dead_path.name}/ with their raw bytes and the error")
     if decode_seconds > 0 and rows:
-        say(f"  throughput: {rows / decode_seconds:,.0f} messages/s, reading, decoding and writing ({engine} engine)")
+        what = (
+            "reading from the broker, decoding and writing" if broker is not None else "reading, decoding and writing"
+        )
+        say(f"  throughput: {rows / decode_seconds:,.0f} messages/s, {what} ({engine} engine)")
     if kernel_rate:
         say(
-            f"  the decode kernels alone, in this process on the same messages: {kernel_rate / 1e6:,.1f}M messages/s"
+            f"  the decode kernels alone, in this process on the same messages (every core): {kernel_rate / 1e6:,.1f}M messages/s"
             + (" (at this size a Spark job is mostly fixed cost: JVM, Python workers, Parquet)" if session else "")
         )
     say(f"customers topic (INLINE KeyValue): {customers:,} rows -> {customers_path.name}/")
@@ -340,12 +585,13 @@ def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None]
             ("errors", f"{bad:,}"),
             ("nulls", f"{int(stats['nulls']):,}"),
             ("engine", engine),
+            ("source", source),
             ("seconds", f"{seconds:.2f}"),
         ],
     )
     registry.close()
     outputs = {"decoded": decoded_path, "dead_letter": dead_path, "customers": customers_path}
-    return DemoResult(rows, good, bad, counts, decode_seconds, outputs, gen.corrupt)
+    return DemoResult(rows, good, bad, counts, decode_seconds, outputs, gen.corrupt, source, batches)
 
 
 def _kernel_rate(raw_path: Path, registry: Any, reader_schema: Any) -> float:
@@ -356,7 +602,7 @@ def _kernel_rate(raw_path: Path, registry: Any, reader_schema: Any) -> float:
     payloads = pq.read_table(raw_path, columns=["payload"])["payload"]
     if not len(payloads):
         return 0.0
-    decoder = MessageDecoder(registry, reader_schema=reader_schema, on_error="null")
+    decoder = MessageDecoder(registry, reader_schema=reader_schema, on_error="null", threads=0)
     count: int = len(payloads)
     return count / best_of(lambda: decoder.decode(payloads), 3)
 
@@ -370,7 +616,7 @@ def _decode_keyvalue(raw_path: Path, registry: Any, out_path: Path) -> int:
 
     table = pq.read_table(raw_path)
     keys, values = keyvalue.split_inline(table["payload"])
-    decoder = MessageDecoder(registry, protocol=wire.CONFLUENT, reader_schema=CUSTOMER_SCHEMA)
+    decoder = MessageDecoder(registry, protocol=wire.CONFLUENT, reader_schema=CUSTOMER_SCHEMA, threads=0)
     batch = decoder.decode(values)
     assert decoder.arrow_schema is not None
     columns, converters = contract_columns(decoder.arrow_schema)

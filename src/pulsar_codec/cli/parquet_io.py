@@ -223,7 +223,8 @@ def _decode_local(
 ) -> dict[str, int]:
     reader, fmt = picked  # see pick_reader
     decoder = (
-        MessageDecoder(registry, protocol=protocol, reader_schema=reader, on_error="null", format=fmt)
+        # every core: the kernels release the GIL, and the output is the one-thread output
+        MessageDecoder(registry, protocol=protocol, reader_schema=reader, on_error="null", format=fmt, threads=0)
         if reader
         else None
     )

@@ -202,6 +202,7 @@ class _End:
 
 
 _PROBE_MS = 500
+_REOPENS = 2  # readers reopened after a stall before a bounded read gives up
 
 
 def _first_after_seek(reader: Any, timeout_ms: int) -> Any:
@@ -328,7 +329,9 @@ def read_batches(
     Raises
     ------
     TimeoutError
-        A bounded read did not receive a message the broker reported as available.
+        A bounded read did not receive a message the broker reported as available, three times:
+        a reader that stalls is reopened twice (pulsar-lite at times stops dispatching to a
+        reader of a long topic), and messages delivered again are dropped.
     KeyValueFormatError
         ``key_encoding="base64"`` and a partition key is not Base64 (index = row in the batch).
 
@@ -372,6 +375,10 @@ def read_batches(
                 )
         columns = _Columns(key_encoding)
         count = 0
+        # the last message id read per partition: a message at or before it was delivered again
+        # (pulsar-lite at times rewinds a reader to an earlier entry of a long topic) and is dropped
+        last_read: dict[str, Any] = {}
+        stalls = 0
         while limit is None or count < limit:
             if pending is not None:
                 msg, pending = pending, None
@@ -383,11 +390,33 @@ def read_batches(
                         yield columns.flush()
                     continue
             else:
-                msg = _next_bounded(reader, topic, timeout_ms, probe=count == 0)
+                try:
+                    msg = _next_bounded(reader, topic, timeout_ms, probe=count == 0)
+                except (TimeoutError, _pulsar_client.UnknownError):
+                    stalls += 1
+                    if stalls > _REOPENS:
+                        raise
+                    # pulsar-lite at times stops dispatching to a reader of a long topic, or fails
+                    # its last-message-id request: a new reader gets the rest (from the last
+                    # message read on one partition, else from the start: what was read is dropped)
+                    reader.close()
+                    reader = None
+                    last = next(iter(last_read.values())) if partitions == 1 and last_read else None
+                    reader = client.create_reader(
+                        topic,
+                        start_id if last is None else last,
+                        receiver_queue_size=receiver_queue_size,
+                        start_message_id_inclusive=start_inclusive if last is None else True,
+                    )
+                    continue
                 if msg is None:
                     break
             if skip_before is not None and msg.publish_timestamp() < skip_before:
                 continue
+            msg_id, partition = msg.message_id(), msg.topic_name()
+            if partition in last_read and not last_read[partition] < msg_id:
+                continue
+            last_read[partition] = msg_id
             if stop.past(msg):
                 if stop.finished():
                     break

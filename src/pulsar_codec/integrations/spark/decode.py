@@ -502,6 +502,24 @@ def _writer(client: Any, schema_id: Any) -> Any:
     return _self_contained(client, fetch_schema(client, schema_id))
 
 
+def wants_prepass(prefetch: bool | None, streaming: bool, executors_resolve: bool, reader_fixed: bool) -> bool:
+    """Whether :func:`decode` runs the distinct-id pre-pass (a scan of the column before the job).
+
+    ``prefetch`` True or False decides. By default (None) the pre-pass runs only when the job
+    cannot do without it: when the output struct depends on the ids in the column (no
+    ``reader_schema``, ``reader_subject`` or ``subjects``, and no Mapping to take the newest
+    schema from), or when the executors cannot resolve an id themselves (a client without a
+    :class:`~pulsar_codec.registry.RegistryConfig`, an in-memory registry). Otherwise each
+    executor process asks the registry for each id it meets, once. A streaming DataFrame is never
+    scanned ahead of its query.
+    """
+    if streaming:
+        return False
+    if prefetch is not None:
+        return bool(prefetch)
+    return not (executors_resolve and reader_fixed)
+
+
 def _resolve_on_driver(
     df: Any,
     column: str,
@@ -512,11 +530,12 @@ def _resolve_on_driver(
     prefetch: bool,
     headers: HeaderIds | None = None,
 ) -> tuple[dict[Any, Any], set[Any]]:
-    """The writer schemas the job ships (every id in the column, the pre-pass, and ``subjects``),
-    and the ids of the pre-pass that the registry does not know (their rows are error rows)."""
+    """The writer schemas the job ships (every id in the column when ``prefetch`` runs the
+    pre-pass, and every version of ``subjects``), and the ids of the pre-pass that the registry
+    does not know (their rows are error rows)."""
     shipped: dict[Any, Any] = {}
     missing: set[Any] = set()
-    if prefetch and not df.isStreaming:  # a streaming source cannot be scanned ahead of the query
+    if prefetch:
         if id_column_name is not None:
             ids = _ids_in_column(df, column, id_column_name)
         elif headers is not None:
@@ -592,17 +611,19 @@ def decode(
     column: str = "value",
     *,
     registry: Any,
-    protocol: Any = wire.CONFLUENT,
+    protocol: Any = None,
     reader_schema: Any = None,
     schema_id_column: str | None = None,
     output: str = "decoded",
     error_column: str = "decode_error",
     subjects: list[str] | None = None,
-    prefetch: bool = True,
+    prefetch: bool | None = None,
     format: str | None = None,
     schema_id_from: str | None = None,
     headers_column: str = "headers",
     schema_id_header: str | None = None,
+    reader_subject: str | None = None,
+    message: str | None = None,
 ) -> Any:
     """Decode a column of framed messages (or of PIP-420 bodies) into a struct column.
 
@@ -617,16 +638,18 @@ def decode(
         :class:`~pulsar_codec.registry.RegistryConfig` for ids the driver did not resolve.
         GUIDs are looked up by GUID (``get_schema_by_guid``, ``GET /schemas/guids/{guid}``); a
         Mapping may be keyed by the ``uuid.UUID`` or its text.
-    protocol : wire.Protocol or str
-        The prefix format: any protocol of :mod:`pulsar_codec.wire` (CONFLUENT, CONFLUENT_PROTOBUF,
+    protocol : wire.Protocol or str, optional
+        The prefix format (default Confluent's, ``CONFLUENT_PROTOBUF`` with ``format="PROTOBUF"``):
+        any protocol of :mod:`pulsar_codec.wire` (CONFLUENT, CONFLUENT_PROTOBUF,
         CONFLUENT_GUID, CONFLUENT_GUID_PROTOBUF, HORTONWORKS, APICURIO, APICURIO_V3, AWS_GLUE).
         With ``schema_id_from="headers"`` it names the registry family (see :class:`HeaderIds`)
         and the prefix of rows without the header.
     reader_schema : schema, optional
-        The schema every row is read as; it fixes the output struct. Default: the writer schema
-        with the highest id among those resolved on the driver (GUIDs rank by the id the
-        registry gives with them, else by text: pass ``reader_schema`` when GUID-keyed schemas
-        of a registry that gives no ids mix).
+        The schema every row is read as; it fixes the output struct. Default: the latest
+        version of ``reader_subject``; else the writer schema with the highest id among those
+        resolved on the driver: the Mapping's, ``subjects`` ' versions, or those the pre-pass
+        found in the column (GUIDs rank by the id the registry gives with them, else by text:
+        pass ``reader_schema`` when GUID-keyed schemas of a registry that gives no ids mix).
     schema_id_column : str, optional
         A column with each row's schema id (integers, or PIP-420 ``schema_id`` bytes: optional
         ``FF`` magic byte, then a big-endian id); ``column`` then holds bare Avro bodies.
@@ -635,10 +658,15 @@ def decode(
         replaced).
     subjects : list of str, optional
         Also ship every version of these subjects to the executors.
-    prefetch : bool
-        Run the distinct-id pre-pass (default; skipped for streaming DataFrames). With False
-        only ``subjects`` are resolved on the driver and executors fetch other ids themselves
-        (once per process); give ``reader_schema`` or ``subjects`` then.
+    prefetch : bool, optional
+        Run the distinct-id pre-pass: a scan of the column's prefixes (inside the JVM) before the
+        job, whose ids are resolved on the driver and shipped. By default it runs only when it is
+        needed (see :func:`wants_prepass`): not with ``reader_schema``, ``reader_subject`` or
+        ``subjects`` and a registry the executors can open (a URL, a registry file, a client with
+        a :class:`~pulsar_codec.registry.RegistryConfig`), nor with a Mapping; each executor
+        process then fetches each id it meets once. True forces it, False skips it (give
+        ``reader_schema``, ``reader_subject`` or ``subjects`` then). Never run for streaming
+        DataFrames.
     format : str, optional
         The payload format (``"AVRO"``, ``"JSON"``, ``"PROTOBUF"``): default the registry's
         ``schemaType`` of the newest resolved schema (a Mapping registry of plain text is Avro
@@ -657,6 +685,13 @@ def decode(
         The ``array<struct<key: string, value: binary>>`` column of record headers.
     schema_id_header : str, optional
         Another header name than the family's default (registries let it be renamed).
+    reader_subject : str, optional
+        Read every row as the latest version of this subject (asked of the registry on the
+        driver, once); every version of it is shipped.
+    message : str, optional
+        Protobuf: the full name of the message every row is read as (the output struct); default
+        the reader schema's own message (Pulsar ``PROTOBUF_NATIVE``'s root), else its file's first.
+        Rows of another message type are error rows (code ``SCHEMA_OTHER_MESSAGE``).
 
     Returns
     -------
@@ -670,10 +705,14 @@ def decode(
 
     A row whose schema id the registry does not know is an error row (code
     ``ErrorCode.SCHEMA_NOT_FOUND``), as with :class:`~pulsar_codec.pipeline.MessageDecoder`'s
-    ``on_error="null"``; the ids the pre-pass found missing are not asked for again on the executors.
+    ``on_error="null"``; the ids the pre-pass found missing (and, with a Mapping, every id not in
+    it) are not asked for on the executors.
     """
     from pyspark.sql.types import StructField, StructType
 
+    auto_protocol = protocol is None
+    if protocol is None:
+        protocol = wire.CONFLUENT_PROTOBUF if (format or "").upper() == "PROTOBUF" else wire.CONFLUENT
     wire_protocol = decode_protocol(protocol)
     source = schema_id_from or ("column" if schema_id_column is not None else "payload")
     if source not in ("payload", "column", "headers"):
@@ -682,11 +721,22 @@ def decode(
         raise ValueError("schema_id_column goes with schema_id_from='column' (its default), and only with it")
     headers = HeaderIds.of(wire_protocol, column, headers_column, schema_id_header) if source == "headers" else None
     client, fallback, given = _registry_parts(registry)
+    complete = isinstance(registry, Mapping)  # shipped whole: an id not in it is in no registry
+    if reader_subject is not None and complete:
+        raise ValueError("reader_subject needs a registry client, not a Mapping of id -> schema")
+    every = list(subjects or ()) + (
+        [reader_subject] if reader_subject and reader_subject not in (subjects or ()) else []
+    )
+    reader_fixed = reader_schema is not None or bool(every) or (complete and bool(given))
+    prepass = wants_prepass(prefetch, df.isStreaming, complete or fallback is not None, reader_fixed)
     try:
         resolved, missing = _resolve_on_driver(
-            df, column, wire_protocol, client, schema_id_column, subjects, prefetch, headers
+            df, column, wire_protocol, client, schema_id_column, every, prepass, headers
         )
         shipped = {schema_key(k): v for k, v in {**given, **resolved}.items()}
+        latest = None
+        if reader_schema is None and reader_subject is not None:
+            latest = _self_contained(client, client.get_version(reader_subject, "latest"))
     finally:
         if client is not registry and hasattr(client, "close"):
             client.close()
@@ -694,18 +744,23 @@ def decode(
         reader = reader_schema
         format = format or format_of_model(reader)  # a parsed reader (a Protobuf model) names its format
     elif shipped:
-        newest = fetch_schema(shipped, _newest(shipped))
+        newest = fetch_schema(shipped, _newest(shipped) if latest is None else schema_key(latest.schema_id))
         format = format or newest.schema_type
         reader = newest.schema
         if newest.references:  # shipped with their texts: parsed here with them
             reader = get_format(format).parse(newest.schema, newest.references)
     else:
-        raise SchemaError("no reader schema: no schema id was resolved on the driver; pass reader_schema or subjects")
-    schemas = ShippedSchemas(shipped, fallback, missing)
+        raise SchemaError(
+            "no reader schema: no schema id was resolved on the driver; pass reader_schema, reader_subject or subjects"
+        )
+    if auto_protocol and wire_protocol is wire.CONFLUENT and (format or "").upper() == "PROTOBUF":
+        wire_protocol = wire.CONFLUENT_PROTOBUF  # Confluent's Protobuf prefix holds a message-index path
+    schemas = ShippedSchemas(shipped, fallback, missing, complete=complete)
     protocols = headers.protocols(wire_protocol) if headers is not None else (wire_protocol,)
-    decoders = [
-        MessageDecoder(schemas, protocol=p, reader_schema=reader, on_error="null", format=format) for p in protocols
-    ]
+    options: dict[str, Any] = {"reader_schema": reader, "on_error": "null", "format": format}
+    if message is not None:
+        options["message"] = message
+    decoders = [MessageDecoder(schemas, protocol=p, **options) for p in protocols]
     decoder = decoders[0]
     target, _ = reader_struct(decoder.arrow_schema)
     keep = [f for f in df.schema.fields if f.name not in (output, error_column)]
@@ -714,7 +769,7 @@ def decode(
     )
     job = DecodeJob(
         decoder=decoder,
-        cache_key=_cache_key(fallback, protocols[0], reader, shipped, format),
+        cache_key=(_cache_key(fallback, protocols[0], reader, shipped, format), message),
         column=column,
         id_column=schema_id_column,
         output=output,

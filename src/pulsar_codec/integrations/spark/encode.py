@@ -89,10 +89,13 @@ def _body_schema(spark_type: Any) -> tuple[Any, bool]:
     return pa.schema([pa.field("value", arrow)]), False
 
 
-def _writer_text(body: Any, is_struct: bool, subject: str, schema: Any, format: str | None = None) -> str:
-    """The writer schema's text: ``schema``, or one derived from the batches' Arrow schema."""
+def _writer_text(body: Any, is_struct: bool, subject: str, schema: Any, format: str | None = None) -> Any:
+    """The writer schema's text: ``schema``, or one derived from the batches' Arrow schema (for
+    Protobuf, the parsed model, which keeps the files it imports)."""
     fmt = get_format(format)
     if schema is not None:
+        if fmt.name == "PROTOBUF":
+            return fmt.parse(schema)
         return fmt.schema_text(fmt.parse(schema))
     model = fmt.model_from_arrow(body, name=_avro_name(subject))
     if not is_struct:  # one value per message: the schema of the single field, not a record around it
@@ -108,10 +111,11 @@ def encode(
     *,
     registry: Any,
     subject: str,
-    protocol: Any = wire.CONFLUENT,
+    protocol: Any = None,
     schema: Any = None,
     output: str = "value",
     format: str | None = None,
+    message: str | None = None,
 ) -> Any:
     """Encode a struct column (or any column) into framed messages (Avro, or JSON with ``format="JSON"``).
 
@@ -134,8 +138,12 @@ def encode(
     output : str
         Name of the binary output column (an existing column of that name is replaced).
     format : str, optional
-        The payload format: ``"AVRO"`` (default) or ``"JSON"`` (a struct column only; the derived
-        schema is a draft-07 JSON Schema titled after the subject).
+        The payload format: ``"AVRO"`` (default), ``"JSON"`` or ``"PROTOBUF"`` (a struct column
+        only; the derived schema is a draft-07 JSON Schema titled after the subject, or a proto3
+        message named after it).
+    message : str, optional
+        Protobuf: the message written (default the schema's first); the frames carry its
+        message-index path (``protocol`` defaults to ``CONFLUENT_PROTOBUF``).
 
     Returns
     -------
@@ -149,15 +157,22 @@ def encode(
     """
     from pyspark.sql.types import BinaryType, StructField, StructType
 
-    wire_protocol = check_protocol(protocol)
+    protobuf = get_format(format).name == "PROTOBUF"
+    if protocol is None:
+        protocol = wire.CONFLUENT_PROTOBUF if protobuf else wire.CONFLUENT
+    wire_protocol = wire.protocol_by_name(protocol) if protobuf else check_protocol(protocol)
     body, is_struct = _body_schema(df.schema[column].dataType)
     text = _writer_text(body, is_struct, subject, schema, format)
+    options: dict[str, Any] = {"protocol": wire_protocol, "schema": text, "format": format}
+    if message is not None:
+        options["message"] = message
     # register on the driver, through the encoder's own path (an empty batch registers, writes nothing)
-    registering = MessageEncoder(registry, subject, protocol=wire_protocol, schema=text, format=format)
+    registering = MessageEncoder(registry, subject, **options)
     schema_id, _ = registering.encode_payloads(body.empty_table())
     schema_id = int(schema_id)
-    encoder = MessageEncoder({}, subject, protocol=wire_protocol, schema=text, schema_id=schema_id, format=format)
+    encoder = MessageEncoder({}, subject, schema_id=schema_id, **options)
     keep = [f for f in df.schema.fields if f.name != output]
     out_schema = StructType(keep + [StructField(output, BinaryType(), True)])
-    job = EncodeJob(encoder, (text, schema_id, wire_protocol.name), column, output, _backend.active().name)
+    key = text if isinstance(text, str) else get_format(format).schema_key(text)
+    job = EncodeJob(encoder, (key, schema_id, wire_protocol.name, message), column, output, _backend.active().name)
     return df.mapInArrow(job, out_schema)

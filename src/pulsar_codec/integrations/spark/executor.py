@@ -71,12 +71,23 @@ class ShippedSchemas(Mapping[Any, Any]):
         The registry to ask for ids that were not shipped.
     missing : iterable of ids, optional
         Ids the driver found missing from the registry: not asked for again.
+    complete : bool
+        ``schemas`` is the whole registry (the driver was given a Mapping): an id not among them
+        is not in the registry (a :class:`~pulsar_codec.errors.SchemaNotFoundError`, an error
+        row), whether or not the driver looked for it.
     """
 
-    def __init__(self, schemas: Mapping[Any, Any], fallback: RegistryConfig | None = None, missing: Any = ()) -> None:
+    def __init__(
+        self,
+        schemas: Mapping[Any, Any],
+        fallback: RegistryConfig | None = None,
+        missing: Any = (),
+        complete: bool = False,
+    ) -> None:
         self.schemas: dict[Any, Any] = {schema_key(k): v for k, v in schemas.items()}
         self.fallback = fallback
         self.missing: frozenset[Any] = frozenset(schema_key(k) for k in missing)
+        self.complete = complete
         self.fetched: Counter[Any] = Counter()
         self._client: Any = None
         self._lock = threading.Lock()
@@ -87,7 +98,7 @@ class ShippedSchemas(Mapping[Any, Any]):
             found = self.schemas.get(key)
             if found is not None:
                 return found
-            if key in self.missing:
+            if key in self.missing or self.complete:
                 raise SchemaNotFoundError(f"schema id {key} is not in the registry")
             client = self._fallback_client(f"schema id {key}")
             self.fetched[key] += 1
@@ -134,10 +145,12 @@ class ShippedSchemas(Mapping[Any, Any]):
             self.missing = frozenset(schema_key(k) for k in missing) - set(self.schemas)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"schemas": self.schemas, "fallback": self.fallback, "missing": self.missing}
+        return {"schemas": self.schemas, "fallback": self.fallback, "missing": self.missing, "complete": self.complete}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["schemas"], state["fallback"], state.get("missing", ()))  # type: ignore[misc]
+        self.__init__(  # type: ignore[misc]
+            state["schemas"], state["fallback"], state.get("missing", ()), state.get("complete", False)
+        )
 
     def __repr__(self) -> str:
         return f"ShippedSchemas({sorted(self.schemas, key=str)}, fallback={self.fallback!r})"

@@ -137,14 +137,14 @@ def decode_keyvalue(
     key_output: str = "key",
     value_output: str = "value",
     convention: str = "java",
-    prefetch: bool = True,
+    prefetch: bool | None = None,
 ) -> Any:
     """Split INLINE KeyValue payloads, then decode the key and the value as framed Avro.
 
     Adds ``key_output`` and ``value_output`` structs, ``keyvalue_error`` (malformed KeyValue
     payload), ``{key_output}_error`` and ``{value_output}_error`` (see
     :func:`~pulsar_codec.spark.decode`); the raw parts are kept as ``{key_output}_bytes`` and
-    ``{value_output}_bytes``.
+    ``{value_output}_bytes``. ``prefetch``: as for :func:`~pulsar_codec.spark.decode`.
 
     Returns
     -------

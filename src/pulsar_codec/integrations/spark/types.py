@@ -85,6 +85,13 @@ def spark_arrow_type(arrow_type: Any) -> tuple[Any, Converter | None]:
             return t, None
         # nanoseconds: Spark keeps microseconds, so the cast truncates (documented)
         return stamp, lambda a: a.cast(stamp, safe=False)
+    if pa.types.is_unsigned_integer(t):  # Spark has signed integers only: widen to one that holds every value
+        wide = pa.decimal128(20, 0) if pa.types.is_uint64(t) else pa.int64() if pa.types.is_uint32(t) else pa.int32()
+        return wide, lambda a: a.cast(wide)
+    if pa.types.is_duration(t):  # a day-time interval in Spark, of microseconds
+        if t == pa.duration("us"):
+            return t, None
+        return pa.duration("us"), lambda a: a.cast(pa.duration("us"), safe=False)
     if t.id == pa.month_day_nano_interval().id:
         return _INTERVAL_STRUCT, _interval_to_struct
     if pa.types.is_union(t):
