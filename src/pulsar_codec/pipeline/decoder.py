@@ -202,6 +202,17 @@ def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
         return table.to_batches()[0] if table.num_rows else batches[0]
 
 
+def _distinct(live: list[np.ndarray]) -> np.ndarray:
+    """The sorted distinct keys of a batch's rows; one comparison pass instead of a sort when every
+    row has the same integer id (nearly every batch)."""
+    if not live:
+        return np.zeros(0, dtype=np.int64)
+    keys = np.concatenate(live) if len(live) > 1 else live[0]
+    if keys.dtype.names is None and len(keys) and keys.min() == keys.max():
+        return keys[:1].copy()
+    return np.unique(keys)
+
+
 def _newest_last(keys: list[Any]) -> list[Any]:
     """Distinct ids in sort order (the newest last), or as first seen when they do not sort."""
     try:
@@ -605,7 +616,7 @@ class MessageDecoder:
             if protocol.protobuf:
                 keys, paths = _with_paths(keys, [p[6] for p in parts])
             live = [k if p[5] is None else k[p[5]] for k, p in zip(keys, parts)]
-            unique = np.unique(np.concatenate(live)) if live else np.zeros(0, dtype=np.int64)
+            unique = _distinct(live)
             first = next((int(np.searchsorted(unique, k[0])) for k in live if len(k)), None)
             unique_keys: list[Any] = list(unique)
             if paths is not None and unique.dtype.names is not None and "p" in unique.dtype.names:
