@@ -138,7 +138,11 @@ def test_pure_twins_import_the_constants_instead_of_copying_them(path):
 def test_compiled_twins_take_the_constants_from_the_pxd(path):
     text = path.read_text()
     assert "from . cimport defs" in text
-    assert not re.search(r"^cdef enum", text, flags=re.M), f"{path.name} declares its own enum"
+    assert not re.search(r"^cdef enum", text, flags=re.M), f"{path.name} declares its own anonymous enum"
+    # a kernel's private enums (ctypedef enum name) never redefine a shared constant
+    for block in re.findall(r"^ctypedef enum \w+:[^\n]*\n((?:    .*\n)+)", text, flags=re.M):
+        names = set(re.findall(r"^    ([A-Z][A-Z0-9_]*)\b", block, flags=re.M))
+        assert not names & set(defs.__all__), f"{path.name} redefines {sorted(names & set(defs.__all__))}"
     # Python-level exports come from the C values, never from literals
     assert not re.findall(r"^[A-Z][A-Z0-9_]* = \d", text, flags=re.M)
 

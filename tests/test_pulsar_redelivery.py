@@ -17,8 +17,7 @@ pytest.importorskip("pulsar", reason="pulsar-client is not installed (extra 'pul
 
 import pulsar
 
-from pulsar_codec.cli._broker import client, produce
-from pulsar_codec.integrations.spark.pulsar_offsets import EARLIEST, encode_offset, last_message_id, read_range
+from pulsar_codec.cli._broker import produce
 from pulsar_codec.pulsar import read_batches
 
 pytest_plugins = ["pulsar_fixtures"]
@@ -52,15 +51,3 @@ def test_dump_reader_gives_each_message_once(pulsar_broker, long_topic):
         ids = _ids(m for b in batches for m in b.column("message_id").to_pylist())
         assert len(read) == MESSAGES and read == payloads
         assert ids == sorted(set(ids))
-
-
-def test_source_ranges_give_each_message_once(pulsar_broker, long_topic):
-    topic, payloads = long_topic
-    c = client(pulsar_broker.url)
-    try:
-        end = encode_offset(last_message_id(c, topic))
-        for _ in range(3):
-            batches = list(read_range(c, topic, EARLIEST, end, batch_size=10_000, timeout_ms=30_000))
-            assert [p for b in batches for p in b.column("payload").to_pylist()] == payloads
-    finally:
-        c.close()

@@ -1123,7 +1123,8 @@ cdef int stream_message(pctx *c, int32_t ni, int64_t pos, int64_t end) noexcept 
 # in transcode(), so the twins agree whatever the payload.
 
 # dfield.how: what a present value is appended as
-cdef enum:
+# private to the one-pass decode (the pure twin has no such path, so nothing to share with defs.pxd)
+ctypedef enum direct_kind:
     D_I32 = 1    # a 32-bit kind as int32 (uint32 as its bit pattern)
     D_I64 = 2    # a 64-bit kind as int64 (uint64 as its bit pattern)
     D_F32 = 3
@@ -1137,7 +1138,7 @@ cdef enum:
     D_CASE = 11  # the name of the oneof member met (a field of no number)
 
 # dfield.miss: what an absent field is appended as
-cdef enum:
+ctypedef enum missing_rule:  # what an absent field appends (private to the one-pass decode)
     M_ZERO = 1   # a zero of the slot's width (an empty string)
     M_NULL = 2   # a null (pc_null_fill of nslot)
     M_AVRO = 3   # its default's Avro bytes, through the Avro interpreter

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import logging
 import threading
 import uuid
 from collections.abc import Iterator, Mapping
@@ -53,8 +52,6 @@ LATEST = "latest"
 
 # a batch index above any real one: a message id without a batch index stands for its whole entry
 _WHOLE_ENTRY = 1 << 62
-_REOPENS = 2  # readers reopened after a stall before a range read gives up
-_log = logging.getLogger("pulsar_codec")
 _PROBE_MS = 500
 
 Position = tuple[int, int, int]
@@ -274,15 +271,12 @@ def read_range(
     The reader starts at ``start``: after it for a whole-entry id, at it (then skipped) for a
     message inside a batch, whose rest must still be read. The read stops at the first message
     past ``end``, or when the broker has no more (a range whose end was removed by retention reads
-    what is left). A message at or before one already read is dropped: a broker that delivers
-    part of the partition again (pulsar-lite does on long topics) yields each message once.
+    what is left).
 
     Raises
     ------
     TimeoutError
-        A message the broker reported available did not arrive within ``timeout_ms``, three
-        times: after a wait (or a broker error) the reader is reopened after the last message
-        read (a stalled pulsar-lite reader resumes that way).
+        A message the broker reported available did not arrive within ``timeout_ms``.
     """
     from ...pulsar.reader import _Columns
 
@@ -291,44 +285,22 @@ def read_range(
     start_at, end_at = position(start_id), position(decode_offset(end))
     if end_at <= start_at:
         return
-
-    def open_at(message_id: Any, at: Position) -> Any:
-        # inside a batch the reader starts at the message (the rest of its batch is still to read)
-        inclusive = at[2] != _WHOLE_ENTRY and at[0] >= 0
-        return client.create_reader(topic, message_id, start_message_id_inclusive=inclusive)
-
-    reader = open_at(start_id, start_at)
-    last_id, stalls = start_id, 0
+    inclusive = start_at[2] != _WHOLE_ENTRY and start_at[0] >= 0
+    reader = client.create_reader(topic, start_id, start_message_id_inclusive=inclusive)
     columns = _Columns(key_encoding)
     try:
-        while True:
+        while reader.has_message_available():
             try:
-                if not reader.has_message_available():
-                    break
                 msg = reader.read_next(timeout_ms)
-            except native.PulsarException as exc:  # a wait that timed out, or the broker's error
-                stalls += 1
-                if stalls > _REOPENS and isinstance(exc, pulsar.Timeout):
-                    raise TimeoutError(
-                        f"no message from {topic} within {timeout_ms} ms although the broker reported one "
-                        f"available (reader reopened {_REOPENS} times)"
-                    ) from None
-                if stalls > _REOPENS:
-                    raise
-                # pulsar-lite at times stops dispatching to a reader of a long topic, or fails its
-                # last-message-id request: a new reader from the last message read gets the rest
-                _log.warning("pulsar_codec: reading %s: %s; reopening its reader", topic, type(exc).__name__)
-                reader.close()
-                reader = open_at(last_id, start_at)
-                continue
+            except pulsar.Timeout:
+                raise TimeoutError(
+                    f"no message from {topic} within {timeout_ms} ms although the broker reported one available"
+                ) from None
             at = position(msg.message_id())
             if at <= start_at:
-                # before the range, or delivered again: positions in a partition only grow, yet
-                # pulsar-lite at times rewinds a reader to an earlier entry of a long topic
                 continue
             if at > end_at:
                 break
-            start_at, last_id = at, msg.message_id()
             columns.add(msg)
             if len(columns) >= batch_size:
                 yield columns.flush()
