@@ -51,3 +51,16 @@ def test_dump_reader_gives_each_message_once(pulsar_broker, long_topic):
         ids = _ids(m for b in batches for m in b.column("message_id").to_pylist())
         assert len(read) == MESSAGES and read == payloads
         assert ids == sorted(set(ids))
+
+
+def test_source_ranges_give_each_message_once(pulsar_broker, pulsar_client, long_topic):
+    from pulsar_codec.integrations.spark.pulsar_offsets import EARLIEST, encode_offset, last_message_id, read_range
+
+    topic, payloads = long_topic
+    end = encode_offset(last_message_id(pulsar_client, topic))
+    for _ in range(3):
+        batches = list(read_range(pulsar_client, topic, EARLIEST, end, batch_size=25_000, timeout_ms=10_000))
+        read = [p for b in batches for p in b.column("payload").to_pylist()]
+        ids = _ids(m for b in batches for m in b.column("message_id").to_pylist())
+        assert len(read) == MESSAGES and read == payloads
+        assert ids == sorted(set(ids))

@@ -42,6 +42,7 @@ __all__ = [
     "last_message_id",
     "plan_ends",
     "position",
+    "entry_batch_size",
     "read_range",
     "shared_client",
     "split_partition",
@@ -53,6 +54,7 @@ LATEST = "latest"
 # a batch index above any real one: a message id without a batch index stands for its whole entry
 _WHOLE_ENTRY = 1 << 62
 _PROBE_MS = 500
+_REOPENS = 2  # readers reopened after a stall before a bounded read gives up
 
 Position = tuple[int, int, int]
 """``(ledger, entry, batch index)`` of a message id, the whole-entry index for ``-1``."""
@@ -255,6 +257,58 @@ def plan_ends(
 # -- bounded reads on the executors ------------------------------------------------------------
 
 
+def entry_batch_size(message_id: Any) -> int:
+    """The number of messages in the entry of a batched message id (0 when not batched).
+
+    The Python client does not expose it, but a received message's serialized id carries it
+    (``MessageIdData.batch_size``, field 6): it tells a reader that the last message of an entry
+    has been read without asking the broker."""
+    raw = message_id.serialize()
+    i, n = 0, len(raw)
+    while i < n:
+        key, i = _varint(raw, i)
+        field, wire_type = key >> 3, key & 7
+        if wire_type == 0:
+            value, i = _varint(raw, i)
+            if field == 6:
+                return value
+        elif wire_type == 2:
+            length, i = _varint(raw, i)
+            i += length
+        else:  # not written by any client: no batch size to find
+            return 0
+    return 0
+
+
+def _varint(raw: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while i < len(raw):
+        byte = raw[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, i
+    return value, i
+
+
+def _ends_range(message_id: Any, at: Position, end_at: Position) -> bool:
+    """True if ``message_id`` (at ``at``) is the last message of the range ending at ``end_at``."""
+    if at == end_at:
+        return True
+    if end_at[2] != _WHOLE_ENTRY or at[:2] != end_at[:2]:
+        return False
+    return at[2] == entry_batch_size(message_id) - 1  # the last message of the end entry
+
+
+def _has_more(reader: Any) -> bool:
+    _, pulsar = _sdk()
+    try:
+        return bool(reader.has_message_available())
+    except pulsar.UnknownError:  # pulsar-lite's answer for a partition without messages
+        return False
+
+
 def read_range(
     client: Any,
     topic: str,
@@ -266,17 +320,23 @@ def read_range(
     key_encoding: str = "raw",
 ) -> Iterator[pa.RecordBatch]:
     """The messages of one partition in ``(start, end]`` as batches of raw messages
-    (:data:`pulsar_codec.pulsar.MESSAGE_SCHEMA`).
+    (:data:`pulsar_codec.pulsar.MESSAGE_SCHEMA`), each once and in order.
 
     The reader starts at ``start``: after it for a whole-entry id, at it (then skipped) for a
-    message inside a batch, whose rest must still be read. The read stops at the first message
-    past ``end``, or when the broker has no more (a range whose end was removed by retention reads
-    what is left).
+    message inside a batch, whose rest must still be read. The read ends with the message at
+    ``end`` or, for a whole-entry end, with the last message of that entry (the batch size in the
+    message's id says which one), so it never depends on ``has_message_available``, whose answer
+    the C++ client can get wrong inside a batched entry. A message at or before one already read
+    (a broker that rewinds a reader delivers part of a partition again, as pulsar-lite does on long
+    topics) is dropped. A reader that stalls while the broker still reports messages is reopened
+    after the last message read, twice; when the broker has nothing more (the range's end was
+    removed by retention) the read ends with what was there.
 
     Raises
     ------
     TimeoutError
-        A message the broker reported available did not arrive within ``timeout_ms``.
+        Messages the broker reported available did not arrive within ``timeout_ms``, three
+        times in a row.
     """
     from ...pulsar.reader import _Columns
 
@@ -288,23 +348,36 @@ def read_range(
     inclusive = start_at[2] != _WHOLE_ENTRY and start_at[0] >= 0
     reader = client.create_reader(topic, start_id, start_message_id_inclusive=inclusive)
     columns = _Columns(key_encoding)
+    last_at, stalls = start_at, 0
+    last_id = None
     try:
-        while reader.has_message_available():
+        while True:
             try:
                 msg = reader.read_next(timeout_ms)
             except pulsar.Timeout:
-                raise TimeoutError(
-                    f"no message from {topic} within {timeout_ms} ms although the broker reported one available"
-                ) from None
-            at = position(msg.message_id())
-            if at <= start_at:
+                if not _has_more(reader):
+                    break
+                stalls += 1
+                if stalls > _REOPENS:
+                    raise TimeoutError(
+                        f"no message from {topic} within {timeout_ms} ms although the broker reported one"
+                        f" available ({_REOPENS} readers reopened)"
+                    ) from None
+                reader.close()
+                resume = start_id if last_id is None else last_id
+                reader = client.create_reader(topic, resume, start_message_id_inclusive=True)
+                continue
+            message_id = msg.message_id()
+            at = position(message_id)
+            if at <= last_at:
                 continue
             if at > end_at:
                 break
+            last_at, last_id, stalls = at, message_id, 0
             columns.add(msg)
             if len(columns) >= batch_size:
                 yield columns.flush()
-            if at == end_at:
+            if _ends_range(message_id, at, end_at):
                 break
         if len(columns):
             yield columns.flush()

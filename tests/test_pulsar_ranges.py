@@ -1,0 +1,160 @@
+"""Bounded reads of the ``format("pulsar")`` source (``read_range``) on a pulsar-lite broker.
+
+A range ``(start, end]`` must give each of its messages once, in order, whatever the batching of
+the entries, without trusting ``has_message_available`` (which the C++ client can answer "no"
+inside a batched entry: a CI run read 1 of a 300-message entry that way), and survive a reader
+that stalls.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pulsar", reason="pulsar-client is not installed (extra 'pulsar')")
+
+import _pulsar
+import pulsar
+
+from pulsar_codec.cli._broker import produce
+from pulsar_codec.integrations.spark.pulsar_offsets import (
+    EARLIEST,
+    encode_offset,
+    entry_batch_size,
+    last_message_id,
+    read_range,
+)
+
+pytest_plugins = ["pulsar_fixtures"]
+
+MESSAGES = 300
+
+
+def _payloads(n: int = MESSAGES) -> list[bytes]:
+    return [b"m%04d" % i for i in range(n)]
+
+
+def _read(client, topic, start, end, **kw):
+    kw.setdefault("timeout_ms", 5000)
+    batches = list(read_range(client, topic, start, end, batch_size=kw.pop("batch_size", 64), **kw))
+    return [p for b in batches for p in b.column("payload").to_pylist()], [
+        m for b in batches for m in b.column("message_id").to_pylist()
+    ]
+
+
+def _all_ids(client, topic):
+    reader = client.create_reader(topic, _pulsar.MessageId.earliest)
+    try:
+        return [reader.read_next(5000).message_id() for _ in range(MESSAGES)]
+    finally:
+        reader.close()
+
+
+class _Reader:
+    """A reader whose ``has_message_available`` always says "no", and whose ``read_next`` can be
+    made to time out a given number of times before the real one answers."""
+
+    def __init__(self, real, log):
+        self.real, self.log = real, log
+
+    def read_next(self, timeout_ms):
+        if self.log["before_stall"] > 0:
+            self.log["before_stall"] -= 1
+        elif self.log["timeouts"] > 0:
+            self.log["timeouts"] -= 1
+            raise pulsar.Timeout("stalled (test)")
+        return self.real.read_next(timeout_ms)
+
+    def has_message_available(self):
+        self.log["asked"] += 1
+        return self.log["available"]
+
+    def close(self):
+        self.real.close()
+
+
+class _Client:
+    def __init__(self, real, timeouts=0, available=False, before_stall=0):
+        self.real = real
+        self.log = {
+            "before_stall": before_stall,
+            "timeouts": timeouts,
+            "asked": 0,
+            "available": available,
+            "readers": 0,
+        }
+
+    def create_reader(self, *args, **kwargs):
+        self.log["readers"] += 1
+        return _Reader(self.real.create_reader(*args, **kwargs), self.log)
+
+
+@pytest.fixture
+def batched_topic(pulsar_broker, pulsar_client, pulsar_topic):
+    """A topic of MESSAGES messages sent with batching (a few entries of many messages)."""
+    assert produce(pulsar_broker.url, pulsar_topic, _payloads()) == MESSAGES
+    return pulsar_topic
+
+
+def test_entry_batch_size_comes_from_the_serialized_id(pulsar_client, batched_topic, pulsar_topic):
+    ids = _all_ids(pulsar_client, batched_topic)
+    sizes = [entry_batch_size(m) for m in ids]
+    by_entry: dict[tuple[int, int], list[int]] = {}
+    for m in ids:
+        by_entry.setdefault((m.ledger_id(), m.entry_id()), []).append(m.batch_index())
+    assert sum(len(v) for v in by_entry.values()) == MESSAGES
+    for m, size in zip(ids, sizes):
+        assert size == len(by_entry[(m.ledger_id(), m.entry_id())])
+    producer = pulsar_client.create_producer(pulsar_topic + "-plain", batching_enabled=False)
+    plain = producer.send(b"x")
+    producer.close()
+    assert entry_batch_size(plain) == 0
+    assert entry_batch_size(_pulsar.MessageId(0, 5, 7, -1)) == 0
+
+
+def test_whole_topic_without_has_message_available(pulsar_client, batched_topic):
+    end = encode_offset(last_message_id(pulsar_client, batched_topic))
+    fake = _Client(pulsar_client)
+    payloads, ids = _read(fake, batched_topic, EARLIEST, end)
+    assert payloads == _payloads()
+    assert fake.log["asked"] == 0  # the end entry's last message ends the read
+    assert len(set(ids)) == MESSAGES
+
+
+@pytest.mark.parametrize(("first", "last"), [(0, 0), (0, 1), (3, 150), (41, 299), (298, 299), (150, 150)])
+def test_ranges_inside_and_across_batched_entries(pulsar_client, batched_topic, first, last):
+    ids = _all_ids(pulsar_client, batched_topic)
+    start = encode_offset(ids[first - 1]) if first else EARLIEST
+    payloads, _ = _read(_Client(pulsar_client), batched_topic, start, encode_offset(ids[last]))
+    assert payloads == _payloads()[first : last + 1]
+
+
+def test_a_whole_entry_end_takes_the_entire_entry(pulsar_client, batched_topic):
+    ids = _all_ids(pulsar_client, batched_topic)
+    first = ids[0]
+    end = _pulsar.MessageId(first.partition(), first.ledger_id(), first.entry_id(), -1)
+    in_entry = sum(1 for m in ids if (m.ledger_id(), m.entry_id()) == (first.ledger_id(), first.entry_id()))
+    payloads, _ = _read(_Client(pulsar_client), batched_topic, EARLIEST, encode_offset(end))
+    assert payloads == _payloads()[:in_entry]
+
+
+@pytest.mark.parametrize("before_stall", [0, 1, 77])
+def test_a_stalled_reader_is_reopened_after_the_last_message(pulsar_client, batched_topic, before_stall):
+    end = encode_offset(last_message_id(pulsar_client, batched_topic))
+    fake = _Client(pulsar_client, timeouts=2, available=True, before_stall=before_stall)
+    payloads, _ = _read(fake, batched_topic, EARLIEST, end, timeout_ms=200)
+    assert payloads == _payloads()
+    assert fake.log["readers"] == 3
+
+
+def test_a_reader_stalled_three_times_is_a_timeout(pulsar_client, batched_topic):
+    end = encode_offset(last_message_id(pulsar_client, batched_topic))
+    fake = _Client(pulsar_client, timeouts=3, available=True)
+    with pytest.raises(TimeoutError, match="readers reopened"):
+        _read(fake, batched_topic, EARLIEST, end, timeout_ms=200)
+
+
+def test_an_end_the_broker_no_longer_has_ends_the_read(pulsar_client, batched_topic):
+    last = last_message_id(pulsar_client, batched_topic)
+    beyond = _pulsar.MessageId(last.partition(), last.ledger_id(), last.entry_id() + 5, -1)
+    payloads, _ = _read(pulsar_client, batched_topic, EARLIEST, encode_offset(beyond), timeout_ms=500)
+    assert payloads == _payloads()
