@@ -1,6 +1,7 @@
-"""Bounded reads of the ``format("pulsar")`` source (``read_range``) on a pulsar-lite broker.
+"""Bounded reads on a pulsar-lite broker: the ``format("pulsar")`` source's ``read_range`` and the
+dump reader's ``read_batches``.
 
-A range ``(start, end]`` must give each of its messages once, in order, whatever the batching of
+A range ``(start, end]`` (for the dump reader: up to each partition's last message) must give each of its messages once, in order, whatever the batching of
 the entries, without trusting ``has_message_available`` (which the C++ client can answer "no"
 inside a batched entry: a CI run read 1 of a 300-message entry that way), and survive a reader
 that stalls.
@@ -23,6 +24,7 @@ from pulsar_codec.integrations.spark.pulsar_offsets import (
     last_message_id,
     read_range,
 )
+from pulsar_codec.pulsar import read_batches
 
 pytest_plugins = ["pulsar_fixtures"]
 
@@ -86,6 +88,9 @@ class _Client:
     def create_reader(self, *args, **kwargs):
         self.log["readers"] += 1
         return _Reader(self.real.create_reader(*args, **kwargs), self.log)
+
+    def __getattr__(self, name):  # subscribe, get_topic_partitions: the real client's
+        return getattr(self.real, name)
 
 
 @pytest.fixture
@@ -158,3 +163,29 @@ def test_an_end_the_broker_no_longer_has_ends_the_read(pulsar_client, batched_to
     beyond = _pulsar.MessageId(last.partition(), last.ledger_id(), last.entry_id() + 5, -1)
     payloads, _ = _read(pulsar_client, batched_topic, EARLIEST, encode_offset(beyond), timeout_ms=500)
     assert payloads == _payloads()
+
+
+def test_dump_reader_without_has_message_available(pulsar_client, batched_topic):
+    fake = _Client(pulsar_client)
+    batches = list(read_batches(fake, batched_topic, batch_size=64, timeout_ms=5000))
+    assert [p for b in batches for p in b.column("payload").to_pylist()] == _payloads()
+    assert fake.log["asked"] == 0
+
+
+@pytest.mark.parametrize("before_stall", [0, 120])
+def test_dump_reader_reopens_a_stalled_reader(pulsar_client, batched_topic, before_stall):
+    fake = _Client(pulsar_client, timeouts=2, available=True, before_stall=before_stall)
+    batches = list(read_batches(fake, batched_topic, batch_size=64, timeout_ms=200))
+    assert [p for b in batches for p in b.column("payload").to_pylist()] == _payloads()
+    assert fake.log["readers"] == 3
+    with pytest.raises(TimeoutError, match="readers reopened"):
+        list(read_batches(_Client(pulsar_client, timeouts=3, available=True), batched_topic, timeout_ms=200))
+
+
+def test_dump_reader_from_the_last_message_reads_nothing(pulsar_client, batched_topic):
+    ids = _all_ids(pulsar_client, batched_topic)
+    fake = _Client(pulsar_client, timeouts=99)  # a read would time out: none is made
+    assert list(read_batches(fake, batched_topic, start=ids[-1], timeout_ms=200)) == []
+    assert list(read_batches(fake, batched_topic, start="latest", timeout_ms=200)) == []
+    tail = list(read_batches(pulsar_client, batched_topic, start=ids[-1], start_inclusive=True))
+    assert [p for b in tail for p in b.column("payload").to_pylist()] == _payloads()[-1:]

@@ -31,6 +31,7 @@ from ..keyvalue import KeyValueEncodingType
 from ._sdk import check_key_encoding
 from ._sdk import native as _pulsar
 from ._sdk import pulsar as _pulsar_client
+from .positions import BoundedReader, Position, ends_at, last_message_id, position
 
 __all__ = ["MESSAGE_SCHEMA", "read_batches", "dump_to_parquet", "keyvalue_columns"]
 
@@ -202,7 +203,6 @@ class _End:
 
 
 _PROBE_MS = 500
-_REOPENS = 2  # readers reopened after a stall before a bounded read gives up
 
 
 def _first_after_seek(reader: Any, timeout_ms: int) -> Any:
@@ -223,30 +223,28 @@ def _first_after_seek(reader: Any, timeout_ms: int) -> Any:
         return None
 
 
-def _next_bounded(reader: Any, topic: str, timeout_ms: int, *, probe: bool) -> Any:
-    """The next message of a bounded read, or None at the end of the topic.
-
-    ``has_message_available`` asks the broker for the last message id. Some brokers cannot answer
-    that for a topic without messages (pulsar-lite replies with an error); for the first message
-    of a read (``probe``) that error is settled with a short ``read_next``.
-    """
+def _last_positions(client: Any, partitions: list[str]) -> dict[str, Position] | None:
+    """Where each partition ends now, or None when the broker cannot say (pulsar-lite does not
+    answer for the partitions of a partitioned topic)."""
     try:
-        available = reader.has_message_available()
+        return {name: position(last_message_id(client, name)) for name in partitions}
+    except _pulsar_client.OperationNotSupported:
+        return None
+
+
+def _next_while_available(reader: BoundedReader, timeout_ms: int) -> Any:
+    """The next message while ``has_message_available`` says there is one: the end of a read on a
+    broker that cannot give last message ids. An error for a partition without messages
+    (pulsar-lite's answer) is settled with a short read."""
+    try:
+        if not reader.reader.has_message_available():
+            return None
     except _pulsar_client.UnknownError:
-        if not probe:
-            raise
         try:
-            return reader.read_next(min(timeout_ms, _PROBE_MS))
+            return reader.reader.read_next(min(timeout_ms, _PROBE_MS))
         except _pulsar_client.Timeout:
             return None
-    if not available:
-        return None
-    try:
-        return reader.read_next(timeout_ms)
-    except _pulsar_client.Timeout:
-        raise TimeoutError(
-            f"no message from {topic} within {timeout_ms} ms although the broker reported one available"
-        ) from None
+    return reader.next()
 
 
 def _client_for(client_or_url: Any, client_options: dict[str, Any] | None, timeout_ms: int) -> tuple[Any, bool]:
@@ -297,16 +295,17 @@ def read_batches(
         is), and always on partitioned topics, the topic is scanned from the beginning and
         earlier messages are skipped.
     end : "latest", None, message id, int or datetime
-        ``"latest"``: stop when the reader has caught up with the topic (``has_message_available``).
-        A message id: stop after that message. A publish time: only messages published before it,
-        stopping once every partition has reached it. Bounded reads also stop at the end of the
-        topic. ``None``: follow the topic forever, yielding a partial batch whenever ``timeout_ms``
+        ``"latest"``: stop at the last message each partition held when the read started (asked
+        of the broker; messages published later are left for the next read). A message id: stop
+        after that message. A publish time: only messages published before it, stopping once
+        every partition has reached it. Bounded reads also stop at that end of the topic.
+        ``None``: follow the topic forever, yielding a partial batch whenever ``timeout_ms``
         passes without a message.
     start_inclusive : bool
         With a message-id ``start``, include that message (Pulsar's default is to start after it).
     timeout_ms : int
-        How long to wait for one message the broker says is available (bounded reads raise
-        ``TimeoutError`` past it), or the idle time before a partial batch (``end=None``). With a
+        How long to wait for the next message of a bounded read (a reader that waits longer is
+        reopened, see ``TimeoutError``), or the idle time before a partial batch (``end=None``). With a
         service URL it also bounds connecting and each broker operation (``connection_timeout_ms``
         and ``operation_timeout_seconds`` of the client, unless ``client_options`` set them), so an
         unreachable broker fails within about this time.
@@ -350,14 +349,27 @@ def read_batches(
     start_id, seek_time = _start_position(start)
     stop = _End(end)
     client, owned = _client_for(client_or_url, client_options, timeout_ms)
-    reader = None
+    reader: BoundedReader | None = None
     try:
-        partitions = 1
-        if stop.time is not None or seek_time is not None:
-            partitions = len(client.get_topic_partitions(topic))
-        stop.partitions = partitions
-        reader = client.create_reader(
-            topic, start_id, receiver_queue_size=receiver_queue_size, start_message_id_inclusive=start_inclusive
+        partitions = list(client.get_topic_partitions(topic))
+        stop.partitions = len(partitions)
+        # a bounded read ends at each partition's last message when it starts, asked of the broker
+        # (has_message_available can say "no" inside a batched entry: see positions)
+        ends = None if stop.follow else _last_positions(client, partitions)
+        done = set() if ends is None else {name for name, last in ends.items() if last[1] < 0}  # no messages
+        if len(partitions) == 1 and ends and seek_time is None:
+            first, last = position(start_id), ends[partitions[0]]
+            if first > last or (first == last and not start_inclusive):
+                done = set(partitions)
+        if ends is not None and len(done) >= len(ends):
+            return
+        reader = BoundedReader(
+            client,
+            topic,
+            start_id,
+            inclusive=start_inclusive,
+            timeout_ms=timeout_ms,
+            receiver_queue_size=receiver_queue_size,
         )
         pending = None  # a message already read while positioning
         # brokers do not always honour a seek by time (pulsar-lite may ignore one past the last
@@ -365,58 +377,48 @@ def read_batches(
         skip_before = seek_time
         # a seek by time on a multi-partition reader cannot be verified partition by partition:
         # there the publish-time filter alone positions the read
-        if seek_time is not None and partitions == 1:
-            reader.seek(seek_time)
-            pending = _first_after_seek(reader, timeout_ms)
+        if seek_time is not None and len(partitions) == 1:
+            reader.reader.seek(seek_time)
+            pending = _first_after_seek(reader.reader, timeout_ms)
             if pending is None:
-                reader.close()
-                reader = client.create_reader(
-                    topic, _pulsar.MessageId.earliest, receiver_queue_size=receiver_queue_size
-                )
+                reader.restart(_pulsar.MessageId.earliest)
         columns = _Columns(key_encoding)
         count = 0
-        # the last message id read per partition: a message at or before it was delivered again
+        # the last position read per partition: a message at or before it was delivered again
         # (pulsar-lite at times rewinds a reader to an earlier entry of a long topic) and is dropped
-        last_read: dict[str, Any] = {}
-        stalls = 0
+        last_read: dict[str, Position] = {}
         while limit is None or count < limit:
             if pending is not None:
                 msg, pending = pending, None
             elif stop.follow:
                 try:
-                    msg = reader.read_next(timeout_ms)
+                    msg = reader.reader.read_next(timeout_ms)
                 except _pulsar_client.Timeout:
                     if len(columns):
                         yield columns.flush()
                     continue
             else:
-                try:
-                    msg = _next_bounded(reader, topic, timeout_ms, probe=count == 0)
-                except (TimeoutError, _pulsar_client.UnknownError):
-                    stalls += 1
-                    if stalls > _REOPENS:
-                        raise
-                    # pulsar-lite at times stops dispatching to a reader of a long topic, or fails
-                    # its last-message-id request: a new reader gets the rest (from the last
-                    # message read on one partition, else from the start: what was read is dropped)
-                    reader.close()
-                    reader = None
-                    last = next(iter(last_read.values())) if partitions == 1 and last_read else None
-                    reader = client.create_reader(
-                        topic,
-                        start_id if last is None else last,
-                        receiver_queue_size=receiver_queue_size,
-                        start_message_id_inclusive=start_inclusive if last is None else True,
-                    )
-                    continue
+                if ends is not None and len(done) >= len(ends):
+                    break
+                msg = reader.next() if ends is not None else _next_while_available(reader, timeout_ms)
                 if msg is None:
                     break
+            msg_id = msg.message_id()
+            partition = partitions[0] if len(partitions) == 1 else msg.topic_name()
+            at = position(msg_id)
+            if partition in last_read and at <= last_read[partition]:
+                continue
+            last_read[partition] = at
+            reader.accepted(msg_id if len(partitions) == 1 else None)
+            partition_end = None if ends is None else ends.get(partition)
+            if partition_end is not None:
+                if at > partition_end:  # published after the read began
+                    done.add(partition)
+                    continue
+                if ends_at(msg_id, partition_end):
+                    done.add(partition)
             if skip_before is not None and msg.publish_timestamp() < skip_before:
                 continue
-            msg_id, partition = msg.message_id(), msg.topic_name()
-            if partition in last_read and not last_read[partition] < msg_id:
-                continue
-            last_read[partition] = msg_id
             if stop.past(msg):
                 if stop.finished():
                     break
