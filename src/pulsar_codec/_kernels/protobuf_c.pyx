@@ -105,6 +105,7 @@ ctypedef struct pctx:
     const int32_t *lut
     const uint8_t *blob
     int32_t depth
+    int32_t checking      # inside a replaced oneof member (superseded): its bytes checked, not kept
     int32_t code          # error of the current row (-1: out of memory)
     int64_t offset, detail
     uint32_t opened[128]  # numbers of the groups open while skipping one (at most PROTO_MAX_DEPTH)
@@ -413,7 +414,7 @@ cdef int scan(pctx *c, const pnode *nd, int64_t pos, int64_t end, int64_t base) 
     cdef uint32_t number, wire
     cdef int64_t tag_at, start, o, at
     cdef int32_t fi
-    cdef int64_t *st = c.st + base  # scan grows the occurrence pool, never the stack: st stays put
+    cdef int64_t *st = c.st + base  # moved only by the check of a replaced oneof member
     cdef int64_t *groups = st + 3 * <int64_t> nd.nfields
     while pos < end:
         tag_at = pos
@@ -462,6 +463,12 @@ cdef int scan(pctx *c, const pnode *nd, int64_t pos, int64_t end, int64_t base) 
                 return fail(c, defs.PROTO_TRUNCATED, pos, 0)
             pos += 8 if wire == 1 else 4
         if f.group >= 0 and groups[f.group] != fi:  # a oneof that changes member drops the earlier one's
+            o = groups[f.group]
+            if o >= 0 and fields[o].collects and st[3 * o] >= 0:
+                if superseded(c, fields[o].child, st[3 * o]):
+                    return -1
+                st = c.st + base  # the check may have grown (moved) the stack
+                groups = st + 3 * <int64_t> nd.nfields
             groups[f.group] = fi
             st[3 * fi] = -1
             st[3 * fi + 1] = -1
@@ -480,6 +487,18 @@ cdef int scan(pctx *c, const pnode *nd, int64_t pos, int64_t end, int64_t base) 
             st[3 * fi] = start
             st[3 * fi + 1] = pos
     return 0
+
+
+cdef int superseded(pctx *c, int32_t child, int64_t head) noexcept nogil:
+    """Check the bytes of a oneof's message member that a later member replaces (the chain of
+    occurrences from ``head``), then drop what they wrote. twin: _Row.superseded"""
+    cdef int64_t mark = c.out.len
+    cdef int rc
+    c.checking += 1
+    rc = value(c, child, head, False)
+    c.checking -= 1
+    c.out.len = mark
+    return rc
 
 
 cdef int message(pctx *c, int32_t ni, int64_t first, bint single) noexcept nogil:
@@ -529,6 +548,8 @@ cdef int timestamp(pctx *c, int64_t base, int64_t at) noexcept nogil:
         return -1
     if c.st[base + 3] >= 0 and read_varint(c, c.st[base + 3], c.st[base + 4], &nanos) < 0:
         return -1
+    if c.checking:  # a replaced oneof member: its range is not checked (see superseded)
+        return 0
     return put_nanos(c, <int64_t> seconds, <int32_t> <uint32_t> nanos, at)
 
 
@@ -829,6 +850,8 @@ cdef int emit_fields(pctx *c, int32_t ni, int64_t base, int64_t end) noexcept no
             present = False
         if not present:
             if shape == defs.PF_REQUIRED:
+                if c.checking:
+                    continue
                 return fail(c, defs.PROTO_MISSING_REQUIRED, end, (<int64_t> ni << 29) | f.number)
             if f.miss_len == 1:  # null, zero, empty: the common defaults
                 if put_byte(c, c.blob[f.miss_off]):
@@ -2029,6 +2052,7 @@ cdef int transcode_loop(pctx *c, const uint8_t *buf, const int64_t *starts, cons
         c.s = buf + starts[i]
         if streams:
             c.depth = 0
+            c.checking = 0
             c.nst = 0
             tried += 1
             if stream_message(c, 0, 0, ends[i] - starts[i]) == 0:
@@ -2040,6 +2064,7 @@ cdef int transcode_loop(pctx *c, const uint8_t *buf, const int64_t *starts, cons
             if tried >= 64 and given_up * 4 > tried:  # these payloads are not plain: stop trying
                 streams = False
         c.depth = 0
+        c.checking = 0
         c.nst = 0
         c.nocc = 0
         c.code = 0
@@ -2153,6 +2178,7 @@ cdef int decode_loop(pctx *c, bint direct, const uint8_t *buf, const int64_t *st
         if direct:
             r = c.S[0].length
             c.depth = 0
+            c.checking = 0
             c.nst = 0
             c.code = 0
             c.budget = defs.ZERO_SIZE_ITEM_LIMIT
@@ -2166,6 +2192,7 @@ cdef int decode_loop(pctx *c, bint direct, const uint8_t *buf, const int64_t *st
             if tried >= 64 and given_up * 4 > tried:  # these payloads are not plain: stop trying
                 direct = False
         c.depth = 0
+        c.checking = 0
         c.nst = 0
         c.nocc = 0
         c.code = 0

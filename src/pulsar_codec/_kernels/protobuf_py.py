@@ -46,7 +46,8 @@ others), ``name`` the field name (the text PF_CASE writes). Shapes:
 Reading follows the Protobuf encoding: fields in any order; for a non-repeated scalar the last
 occurrence wins; the occurrences of a non-repeated message field are read as one message (merged:
 their bytes parsed as one stream); when a oneof changes member, what the earlier member had is
-dropped. Unknown fields are skipped by their wire type (groups up to the matching end-group); a
+dropped, a message member's bytes checked first (when it is replaced: malformed bytes there are an
+error, as for the runtime; a required field or a Timestamp's range is not checked). Unknown fields are skipped by their wire type (groups up to the matching end-group); a
 known field with another wire type than its type's is an error (a repeated number field also takes
 the packed, length-delimited form). A message reads its own fields first, then the messages inside
 them, so the first error met in that order is the one reported.
@@ -364,6 +365,7 @@ class _Row:
         self.buf = b""
         self.out = out
         self.depth = 0
+        self.checking = 0  # inside a replaced oneof member (see superseded)
 
     # -- the wire format ---------------------------------------------------------------------------
     def varint(self, pos: int, end: int) -> tuple[int, int]:
@@ -484,6 +486,9 @@ class _Row:
                 start = pos
                 pos += width
             if f.group >= 0 and state.groups[f.group] != fi:
+                old = state.groups[f.group]
+                if old >= 0 and fields[old].collects and state.lists[old]:
+                    self.superseded(fields[old].child, state.lists[old])
                 state.groups[f.group] = fi
                 state.lists[fi] = []  # a oneof that changes member drops what the earlier one had
             if f.collects:
@@ -491,6 +496,19 @@ class _Row:
             else:
                 state.starts[fi] = start
                 state.ends[fi] = pos
+
+    def superseded(self, node: Any, spans: list[Occurrence]) -> None:
+        """Check the bytes of a oneof's message member that a later member replaces, then drop
+        them: the runtime refuses a payload whose replaced member is malformed, so that is an error
+        here too. What only a kept value could violate (a required field, a Timestamp's range) is
+        not checked, as the runtime does not check it either."""
+        mark = len(self.out)
+        self.checking += 1
+        try:
+            self.value(node, spans)
+        finally:
+            self.checking -= 1
+        del self.out[mark:]
 
     def message(self, message: _Message, spans: list[Occurrence]) -> None:
         """Write the Avro record of ``message`` read from the concatenation of ``spans``."""
@@ -514,6 +532,8 @@ class _Row:
             nanos = _signed32(self.varint(state.starts[1], state.ends[1])[0])
         total = seconds * _NS + nanos
         if not _INT64_MIN <= total <= _INT64_MAX:
+            if self.checking:
+                return
             raise _Fail(PROTO_VALUE_RANGE, at)
         self.out += _zigzag(total)
 
@@ -543,6 +563,8 @@ class _Row:
                 present = False
             if not present:
                 if shape == PF_REQUIRED:
+                    if self.checking:
+                        continue
                     raise _Fail(PROTO_MISSING_REQUIRED, end, (message.index << 29) | f.number)
                 assert f.missing is not None
                 out += f.missing
@@ -656,7 +678,7 @@ class _Row:
         out.append(0)
 
     def top(self, root: _Message, payload: bytes) -> None:
-        self.buf, self.depth = payload, 0
+        self.buf, self.depth, self.checking = payload, 0, 0
         self.message(root, [(0, len(payload), 2)])
 
 
