@@ -203,3 +203,34 @@ def test_unframe_without_views(both_backends):
 def test_pipeline_keys_for_the_registry():
     assert _unframe.registry_key(np.int64(7)) == 7 and type(_unframe.registry_key(np.int64(7))) is int
     assert _unframe.registry_key(G1.bytes) == G1
+
+
+@st.composite
+def prefixed_batches(draw):
+    ref = draw(st.binary(max_size=3))
+    at = draw(st.integers(0, 6))
+    n = draw(st.integers(0, 8))
+    msgs = []
+    for _ in range(n):
+        head = draw(st.binary(min_size=at, max_size=at))
+        middle = ref if draw(st.integers(0, 3)) else draw(st.binary(max_size=3))
+        msg = head + middle + draw(st.binary(max_size=3))
+        if draw(st.integers(0, 5)) == 0:
+            msg = msg[: draw(st.integers(0, len(msg)))]
+        msgs.append(None if draw(st.integers(0, 7)) == 0 else msg)
+    return msgs, at, ref
+
+
+@settings(max_examples=200, deadline=None)
+@given(prefixed_batches())
+def test_same_bytes_twins_agree(both_backends, case):
+    msgs, at, ref = case
+    from pulsar_codec._arrow import binary_chunks
+
+    want = all(m[at : at + len(ref)] == ref and len(m) >= at + len(ref) for m in msgs if m is not None)
+    compiled, pure = both_backends
+    for native in (False, True):
+        chunks, _ = binary_chunks(pa.array(msgs, pa.binary()), native_offsets=native)
+        for c in chunks:
+            assert compiled.wire.same_bytes(c.data, c.offsets, c.validity, at, ref) == want
+            assert pure.wire.same_bytes(c.data, c.offsets, c.validity, at, ref) == want

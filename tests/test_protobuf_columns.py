@@ -237,6 +237,43 @@ def test_null_rows_and_segments(both_backends, order):
     assert [r["id"] for r in batch.to_pylist()] == [0, None, 2, 3, None, 5]
 
 
+def _decode_segments(kernels, plan, segments):
+    errors, outputs, bug = kernels.protobuf.decode(
+        program_of(kernels, plan),
+        kernel_layout(plan.layout.avro, kernels.avro),
+        kernels.avro.Program(*plan.avro.program),
+        segments,
+        True,
+        None,
+    )
+    return [tuple(int(x) for x in e) for e in errors], assemble(plan.layout.avro, outputs), bug
+
+
+@pytest.mark.parametrize("offsets_type", [np.int64, np.int32])
+def test_offsets_and_a_prefix_size(both_backends, order, offsets_type):
+    """Rows given as offsets and the prefix size every row skips (the one-id fast path's form) read
+    as the same rows given by their starts and ends; rows outside the data are the caller's bug."""
+    plan, Order = order
+    prefix = b"\x00\x00\x00\x00\x07\x02\x02"
+    payloads = [Order(id=i, tags=["x"] * i, card="c" * i).SerializeToString() for i in range(5)]
+    framed = [prefix + p for p in payloads]
+    offsets = np.cumsum([0] + [len(m) for m in framed]).astype(offsets_type)
+    data = b"".join(framed)
+    validity = np.array([True, True, False, True, True])
+    for kernels in both_backends:
+        got = _decode_segments(kernels, plan, [(data, len(prefix), offsets, validity)])
+        starts = offsets[:-1].astype(np.int64) + len(prefix)
+        want = _decode_segments(kernels, plan, [(data, starts, offsets[1:].astype(np.int64), validity)])
+        assert got[0] == want[0] == [] and got[1].equals(want[1])
+        assert [r and r["id"] for r in got[1].to_pylist()] == [0, 1, None, 3, 4]
+        with pytest.raises(ValueError, match=r"row 4 \[\d+, \d+\) is outside the data"):
+            _decode_segments(kernels, plan, [(data[:-3], len(prefix), offsets, validity)])
+        with pytest.raises(ValueError, match="row 0"):  # a prefix longer than the message
+            _decode_segments(kernels, plan, [(data, len(framed[0]) + 1, offsets, None)])
+        with pytest.raises(ValueError, match="at least one entry"):
+            _decode_segments(kernels, plan, [(data, 0, np.zeros(0, np.int64), None)])
+
+
 # -- hypothesis -----------------------------------------------------------------------------------------
 
 

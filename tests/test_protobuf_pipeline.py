@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import json
 import pickle
+import uuid
 
 import pyarrow as pa
 import pytest
@@ -299,3 +300,59 @@ def test_registry_schema_type_with_message_and_on_error_raise(backend, tmp_path)
     out = MessageDecoder(reg, message=ORDER).decode(messages)  # no format=, no on_error: raise mode
     assert _rows(out) == [_expected_order(0), _expected_order(1)]
     reg.close()
+
+
+# -- one schema id and one message-index path: the prefix skipped as a whole -----------------------
+
+
+def _general_path_only(monkeypatch):
+    from pulsar_codec.pipeline import decoder as decoder_module
+
+    monkeypatch.setattr(decoder_module, "single_id", lambda chunks, protocol: None)
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [
+        "orders",  # every row [1] (Order is the second message of the file)
+        "lines",  # every row the nested path [1, 0]
+        "customers",  # every row "00", the first message's shortcut
+        "orders-and-nulls",
+        "orders-then-a-customer",  # two paths: the general path
+        "orders-then-a-short-message",  # a message that ends inside the index array
+        "guid",
+    ],
+)
+def test_one_path_fast_path_matches_the_general_path(backend, monkeypatch, batch):
+    from pulsar_codec import _unframe
+    from pulsar_codec._arrow import binary_chunks
+
+    line = _cls(LINE)(sku="x", qty=3).SerializeToString()
+    protocol = wire.CONFLUENT_PROTOBUF
+    messages: list = [_framed(1, _order(i), ORDER) for i in range(6)]
+    if batch == "lines":
+        messages = [_framed(1, line, LINE)] * 4
+    elif batch == "customers":
+        messages = [_framed(1, _customer(i), CUSTOMER) for i in range(4)]
+        assert all(m[5] == 0 for m in messages)
+    elif batch == "orders-and-nulls":
+        messages = [None, *messages[:2], None, *messages[2:]]
+    elif batch == "orders-then-a-customer":
+        messages.append(_framed(1, _customer(9), CUSTOMER))
+    elif batch == "orders-then-a-short-message":
+        messages.append(messages[0][:6])
+    elif batch == "guid":
+        protocol = wire.CONFLUENT_GUID_PROTOBUF
+        guid = uuid.UUID(int=7)
+        messages = [protocol.pack(guid, _order(i), message_indexes=MODEL.indexes_for(ORDER)) for i in range(4)]
+    fast = {"orders", "lines", "customers", "orders-and-nulls", "guid"}
+    chunks, _ = binary_chunks(pa.array(messages, pa.binary()), native_offsets=True)
+    assert (_unframe.single_id(chunks, protocol) is not None) == (batch in fast)
+
+    registry = {1: SHOP} if batch != "guid" else {uuid.UUID(int=7): SHOP}
+    got = pc.decode(messages, registry, format="PROTOBUF", protocol=protocol, on_error="null")
+    _general_path_only(monkeypatch)
+    want = pc.decode(messages, registry, format="PROTOBUF", protocol=protocol, on_error="null")
+    assert got.batch.equals(want.batch)
+    assert got.errors.equals(want.errors)
+    assert got.batch.num_rows == len(messages)

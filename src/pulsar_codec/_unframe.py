@@ -9,7 +9,7 @@ Compressed AWS Glue bodies are inflated before either path (:func:`inflate_chunk
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -18,7 +18,7 @@ from . import wire
 from ._arrow import Chunk
 from ._glue import GLUE_PREFIX, GLUE_ZLIB, inflate
 from ._kernels import _backend, defs
-from .errors import ErrorCode, error_for, raise_for
+from .errors import ErrorCode, WireFormatError, error_for, raise_for
 
 __all__ = [
     "PREFIX_SIZE",
@@ -38,6 +38,13 @@ PREFIX_SIZE = {
     wire.APICURIO.kind: 9,
     wire.APICURIO_V3.kind: 5,
     wire.AWS_GLUE.kind: 18,
+}
+# the Confluent Protobuf prefixes: the protocol of their id part (checked by the wire kernel), whose
+# size is where the message-index array starts; the fast path takes them when every message of a
+# batch has the same array (one message type, nearly always)
+_ID_PART = {
+    wire.CONFLUENT_PROTOBUF.kind: wire.CONFLUENT,
+    wire.CONFLUENT_GUID_PROTOBUF.kind: wire.CONFLUENT_GUID,
 }
 _GLUE_HEADER = defs.GLUE_HEADER_VERSION
 _GUID_KEY = np.dtype([("hi", "<u8"), ("lo", "<u8")])
@@ -294,18 +301,60 @@ def registry_key(key: Any) -> Any:
     return int(key)
 
 
-def single_id(chunks: list[Chunk], protocol: wire.Protocol) -> list[Any] | None:
-    """The distinct schema ids of a batch whose prefixes all have one fixed size, all valid and at
-    most one id; None when the general path is needed (an error, several ids, another protocol)."""
-    if protocol.kind not in PREFIX_SIZE:
+class SingleId(NamedTuple):
+    """What the one-id fast path found: the distinct ids (at most one), the prefix size of every
+    message, and the Protobuf message-index path they all have (None for other protocols)."""
+
+    ids: list[Any]
+    skip: int
+    path: tuple[int, ...] | None
+
+
+def _shared_index_array(chunks: list[Chunk], protocol: wire.Protocol, at: int) -> tuple[int, tuple[int, ...]] | None:
+    """``(prefix size, path)`` when every message has the message-index array of the first one at
+    ``at`` (their ids already checked); None when they differ or the first array is not valid."""
+    kernels = _backend.active().wire
+    ref: bytes | None = None
+    skip, path = at + 1, (0,)  # a batch of null messages only: no array to compare
+    path_of: tuple[int, ...] = path
+    for c in chunks:
+        if ref is None:
+            live = np.flatnonzero(c.validity) if c.validity is not None else np.arange(min(c.length, 1))
+            if not len(live):
+                continue
+            row = int(live[0])
+            first = bytes(memoryview(c.data)[int(c.offsets[row]) : int(c.offsets[row + 1])])
+            try:
+                _, indexes, body = protocol.unpack_indexes(first)
+            except WireFormatError:
+                return None
+            skip, path_of = len(first) - len(body), tuple(indexes) or (0,)
+            ref = first[at:skip]
+        if not kernels.same_bytes(c.data, c.offsets, c.validity, at, ref):
+            return None
+    return skip, path_of
+
+
+def single_id(chunks: list[Chunk], protocol: wire.Protocol) -> SingleId | None:
+    """The distinct schema ids of a batch whose prefixes all have one size, all valid and at most
+    one id; None when the general path is needed (an error, several ids, another protocol, Protobuf
+    messages of different types)."""
+    id_part = _ID_PART.get(protocol.kind, protocol)
+    if id_part.kind not in PREFIX_SIZE:
         return None
     kernels = _backend.active().wire
     found: set[Any] = set()
     for c in chunks:
-        error, ids = kernels.distinct_ids(c.data, c.offsets, c.validity, protocol.kind, 1)
+        error, ids = kernels.distinct_ids(c.data, c.offsets, c.validity, id_part.kind, 1)
         if error is not None or ids is None:
             return None
         found.update(ids)
         if len(found) > 1:
             return None
-    return sorted(found)
+    skip, path = PREFIX_SIZE[id_part.kind], None
+    if id_part is not protocol:
+        shared = _shared_index_array(chunks, protocol, skip)
+        if shared is None:
+            return None
+        skip, path = shared
+    return SingleId(sorted(found), skip, path)

@@ -2160,12 +2160,14 @@ def transcode(program, data, starts, ends, validity, keep_going):
     return errors, out, offsets_arr, (None if valid_arr.all() else valid_arr)
 
 
-cdef int decode_loop(pctx *c, bint direct, const uint8_t *buf, const int64_t *starts, const int64_t *ends,
-                     const uint8_t *present, int64_t n, int64_t row0, bint keep_going,
-                     pc_error **errs, int64_t *nerrs, int64_t *cap_errs) noexcept nogil:
-    """Every row of one segment into the builders; twin: protobuf_py.decode. 0: done, 1: stopped at a
-    bad row, 2: the builders refused the Avro bytes of a row (c.bug_*), -1: out of memory."""
-    cdef int64_t i, r, size, tried = 0, given_up = 0
+cdef int decode_loop(pctx *c, bint direct, const uint8_t *buf, int64_t nbytes, const int64_t *starts,
+                     const int64_t *ends, int64_t skip, const uint8_t *present, int64_t n, int64_t row0,
+                     bint keep_going, pc_error **errs, int64_t *nerrs, int64_t *cap_errs) noexcept nogil:
+    """Every row of one segment into the builders; twin: protobuf_py.decode. Row i is
+    ``buf[starts[i]:ends[i]]``, or without ``starts`` ``buf[ends[i] + skip:ends[i + 1]]`` (offsets
+    and a prefix size). 0: done, 1: stopped at a bad row, 2: the builders refused the Avro bytes of
+    a row (c.bug_*), 3: row c.bug_row lies outside ``buf`` (a caller's bug), -1: out of memory."""
+    cdef int64_t i, r, size, start, end, tried = 0, given_up = 0
     cdef const uint8_t *q
     cdef pc_error *grown
     for i in range(n):
@@ -2173,8 +2175,17 @@ cdef int decode_loop(pctx *c, bint direct, const uint8_t *buf, const int64_t *st
             if pc_null_fill(c.S, 0):
                 return -1
             continue
-        c.s = buf + starts[i]
-        size = ends[i] - starts[i]
+        if starts != NULL:
+            start = starts[i]
+            end = ends[i]
+        else:
+            start = ends[i] + skip
+            end = ends[i + 1]
+        if start < 0 or end < start or end > nbytes:  # the bounds of null rows are never read
+            c.bug_row = i
+            return 3
+        c.s = buf + start
+        size = end - start
         if direct:
             r = c.S[0].length
             c.depth = 0
@@ -2240,7 +2251,8 @@ def decode(program, layout, avro_program, segments, keep_going, hints=None):
     cdef const int64_t[::1] last
     cdef const uint8_t[::1] present_view
     cdef const uint8_t *present
-    cdef int64_t n, i, size, total = 0, row0 = 0, nerrs = 0, cap_errs = 0
+    cdef const int64_t *first_p
+    cdef int64_t n, i, size, skip, total = 0, row0 = 0, nerrs = 0, cap_errs = 0
     cdef bint go_on = bool(keep_going)
     cdef int rc = 0
     cdef pctx c
@@ -2269,43 +2281,53 @@ def decode(program, layout, avro_program, segments, keep_going, hints=None):
         for seg in segments:
             data, starts, ends, validity = seg
             view = memoryview(data).cast("B") if len(memoryview(data)) else memoryview(b"\0")
-            st = np.ascontiguousarray(starts, dtype=np.int64)
             en = np.ascontiguousarray(ends, dtype=np.int64)
-            if len(en) != len(st):
-                raise ValueError("starts and ends differ in length")
+            if isinstance(starts, (int, np.integer)):  # offsets and a prefix size
+                st = None
+                skip = int(starts)
+                rows = len(en) - 1
+                if rows < 0:
+                    raise ValueError("offsets need at least one entry")
+            else:
+                st = np.ascontiguousarray(starts, dtype=np.int64)
+                skip = 0
+                rows = len(st)
+                if len(en) != rows:
+                    raise ValueError("starts and ends differ in length")
             valid = None if validity is None else np.ascontiguousarray(validity, dtype=bool).view(np.uint8)
-            if valid is not None and len(valid) < len(st):
+            if valid is not None and len(valid) < rows:
                 raise ValueError("validity is shorter than the rows")
             size = len(view) if len(memoryview(data)) else 0
-            outside = (st < 0) | (en < st) | (en > size)
-            if valid is not None:
-                outside &= valid[: len(st)].view(bool)  # the bounds of null rows are never read
-            if outside.any():
-                i = int(np.argmax(outside))
-                raise ValueError(f"row {i} [{st[i]}, {en[i]}) is outside the data ({size} bytes)")
-            prepared.append((view, st, en, valid))
-            total += len(st)
+            prepared.append((view, st, en, skip, rows, size, valid))
+            total += rows
         _reserve_all(S, lay.nslots, total if total > 16 else 16, hints)
         c.out.cap = 256
         c.out.p = <uint8_t *> malloc(<size_t> c.out.cap)
         if c.out.p == NULL:
             raise MemoryError()
-        for view, st, en, valid in prepared:
-            n = len(st)
+        for view, st, en, skip, rows, size, valid in prepared:
+            n = rows
             if n == 0:
                 continue
             buf = view
-            first = st
             last = en
+            first_p = NULL
+            if st is not None:
+                first = st
+                first_p = &first[0]
             present = NULL
             if valid is not None:
                 present_view = valid
                 present = &present_view[0]
             with nogil:
-                rc = decode_loop(&c, prog.direct, &buf[0], &first[0], &last[0], present, n, row0, go_on,
-                                 &errs, &nerrs, &cap_errs)
+                rc = decode_loop(&c, prog.direct, &buf[0], size, first_p, &last[0], skip, present, n, row0,
+                                 go_on, &errs, &nerrs, &cap_errs)
             if rc == -1:
                 raise MemoryError("out of memory decoding Protobuf")
+            if rc == 3:
+                i = c.bug_row
+                lo, hi = (int(st[i]), int(en[i])) if st is not None else (int(en[i]) + skip, int(en[i + 1]))
+                raise ValueError(f"row {i} [{lo}, {hi}) is outside the data ({size} bytes)")
             if rc == 2:
                 bug = (c.bug_code, c.bug_row, 0, c.bug_detail)
                 break

@@ -791,8 +791,10 @@ def decode(
     layout, avro_program
         That Avro program's layout and program as the Avro kernel twin of the same backend takes them.
     segments
-        ``[(data, starts, ends, validity), ...]``, each as :func:`transcode` takes them; rows are
-        numbered across segments.
+        ``[(data, starts, ends, validity), ...]``, each as :func:`transcode` takes them, or with an
+        int ``starts``: the prefix size every row skips, ``ends`` then the n + 1 offsets of the
+        messages (row i is ``data[ends[i] + starts:ends[i + 1]]``); rows are numbered across
+        segments.
     keep_going
         Report every bad row, which becomes a null row (True), or stop at the first one (False: the
         builders hold the rows before it).
@@ -812,6 +814,11 @@ def decode(
     avro_segments: list[tuple[Any, Any, Any, Any, None]] = []
     row0 = 0
     for data, starts, ends, validity in segments:
+        if isinstance(starts, (int, np.integer)):  # offsets and a prefix size
+            bounds = np.asarray(ends, dtype=np.int64)
+            if not len(bounds):
+                raise ValueError("offsets need at least one entry")
+            starts, ends = bounds[:-1] + int(starts), bounds[1:]
         found, out, offsets, valid = transcode(program, data, starts, ends, validity, keep_going)
         errors.extend((code, row0 + row, offset, detail) for code, row, offset, detail in found)
         rows = len(offsets) - 1

@@ -15,6 +15,7 @@ from .wire_py import KIND_HORTONWORKS as KIND_HORTONWORKS
 from .wire_py import binary_views as binary_views
 from .wire_py import distinct_ids as distinct_ids
 from .wire_py import frame as frame
+from .wire_py import same_bytes as same_bytes
 from .wire_py import unframe as unframe
 
 __all__ = [
@@ -30,4 +31,5 @@ __all__ = [
     "frame",
     "binary_views",
     "distinct_ids",
+    "same_bytes",
 ]

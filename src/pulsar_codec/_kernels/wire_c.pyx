@@ -23,7 +23,8 @@ cdef extern from "pc_bytes.h":
     int pc_read_zigzag(const uint8_t *buf, int64_t *pos, int64_t end, int64_t *out) nogil
 
 __all__ = ["KIND_CONFLUENT", "KIND_CONFLUENT_PROTOBUF", "KIND_CONFLUENT_GUID", "KIND_CONFLUENT_GUID_PROTOBUF",
-           "KIND_HORTONWORKS", "KIND_APICURIO", "KIND_APICURIO_V3", "KIND_AWS_GLUE", "unframe", "frame", "binary_views", "distinct_ids"]
+           "KIND_HORTONWORKS", "KIND_APICURIO", "KIND_APICURIO_V3", "KIND_AWS_GLUE", "unframe", "frame", "binary_views", "distinct_ids",
+           "same_bytes"]
 
 # the protocol kinds as Python ints, from the C header (the pure twin exports defs.py's)
 KIND_CONFLUENT = defs.KIND_CONFLUENT
@@ -472,3 +473,47 @@ def distinct_ids(data, offsets, validity, int kind, int64_t limit):
     if kind == KIND_CONFLUENT_GUID or kind == KIND_AWS_GLUE:
         return None, sorted(bytes(guids_arr[16 * j:16 * j + 16]) for j in range(nfound))
     return None, sorted(int(found_arr[j]) for j in range(nfound))
+
+
+def same_bytes(data, offsets, validity, int64_t at, ref):
+    """Whether every non-null message of one chunk holds the bytes ``ref`` at offset ``at``.
+
+    twin: wire_py.same_bytes
+    """
+    cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
+    cdef bytes want = bytes(ref)
+    cdef const uint8_t *r = want
+    cdef int64_t width = len(want)
+    cdef const int64_t[::1] o64
+    cdef const int32_t[::1] o32
+    cdef const int64_t *p64 = NULL
+    cdef const int32_t *p32 = NULL
+    cdef int64_t n = len(offsets) - 1, i, start, end
+    cdef const uint8_t[::1] valid_view
+    cdef const uint8_t *valid = NULL
+    cdef bint same = True
+    if n <= 0:
+        return True
+    if offsets.dtype == np.int32:
+        o32 = offsets
+        p32 = &o32[0]
+    else:
+        o64 = np.ascontiguousarray(offsets, dtype=np.int64)
+        p64 = &o64[0]
+    if validity is not None:
+        valid_view = np.ascontiguousarray(validity, dtype=np.uint8)
+        valid = &valid_view[0]
+    with nogil:
+        for i in range(n):
+            if valid != NULL and not valid[i]:
+                continue
+            if p64 != NULL:
+                start = p64[i]
+                end = p64[i + 1]
+            else:
+                start = p32[i]
+                end = p32[i + 1]
+            if end - start < at + width or (width and memcmp(&buf[start + at], r, <size_t> width) != 0):
+                same = False
+                break
+    return same

@@ -50,6 +50,7 @@ __all__ = [
     "frame",
     "binary_views",
     "distinct_ids",
+    "same_bytes",
 ]
 
 # error, ids, guids, versions, protocols, starts, index_counts, index_values, views
@@ -533,3 +534,24 @@ def distinct_ids(
     if len(keys) > limit:
         return None, None
     return None, keys
+
+
+def same_bytes(data: ByteData, offsets: AnyArray, validity: AnyArray | None, at: int, ref: bytes) -> bool:
+    """Whether every non-null message of one chunk holds the bytes ``ref`` at offset ``at`` (so
+    is at least ``at + len(ref)`` bytes long): one Protobuf message-index array for a whole batch,
+    which then has one prefix size."""
+    offs = np.asarray(offsets, dtype=np.int64)
+    starts, sizes = offs[:-1], np.diff(offs)
+    if validity is not None:
+        keep = np.asarray(validity, dtype=bool)
+        starts, sizes = starts[keep], sizes[keep]
+    if not len(starts):
+        return True
+    width = len(ref)
+    if int(sizes.min()) < at + width:
+        return False
+    if not width:
+        return True
+    buf = np.frombuffer(data, dtype=np.uint8)
+    found = buf[starts[:, None] + (at + np.arange(width))]
+    return bool((found == np.frombuffer(ref, dtype=np.uint8)).all())

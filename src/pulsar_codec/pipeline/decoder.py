@@ -22,7 +22,7 @@ import pyarrow as pa
 from .. import wire
 from .._arrow import Chunk, binary_chunks
 from .._cache import LRU
-from .._unframe import PREFIX_SIZE, inflate_chunks, registry_key, row_keys, single_id, unframe_parts, wide
+from .._unframe import inflate_chunks, registry_key, row_keys, single_id, unframe_parts, wide
 from ..errors import ErrorCode, SchemaError, SchemaNotFoundError, error_for, raise_for
 from ..formats import format_of_model, get_format
 from ..formats.base import Decoded, DecodePlan, PayloadFormat, Segment, check_on_error, errors_table
@@ -595,13 +595,15 @@ class MessageDecoder:
         chunks = inflate_chunks(chunks, protocol, keep_going, wire_errors)  # zlib AWS Glue bodies
         single = single_id(chunks, protocol)
         if single is not None:
-            # one schema id, every prefix valid: the payload format skips the fixed prefix itself
-            if self._protobuf_ids(single):
+            # one schema id (and for Protobuf one message-index path), every prefix valid and of one
+            # size: the payload format skips the prefix itself
+            if self._protobuf_ids(single.ids):
                 return self._decode_chunks(chunks, total)
-            resolved = self._resolve(single, keep_going)
+            single_keys = single.ids if single.path is None else [_Pathed(k, single.path) for k in single.ids]
+            resolved = self._resolve(single_keys, keep_going)
             if self._protobuf_prefix(resolved):
                 return self._decode_chunks(chunks, total)
-            skip = PREFIX_SIZE[protocol.kind]
+            skip = single.skip
             segments = []
             for c in chunks:
                 valid = c.validity

@@ -186,12 +186,11 @@ class ProtobufFormat:
         if any(p.layout is not plan.layout for p in plans):
             raise ValueError("plans decoded together must share one reader (build them with base=)")
         backend = _backend.active()
-        bounds = [seg.bounds() for seg in segments]
         found, outputs, bug = backend.protobuf.decode(
             plan.kernel_program(backend.protobuf),
             kernel_layout(plan.layout.avro, backend.avro),
             plan.avro.kernel_program(backend.avro),
-            [(seg.data, starts, ends, seg.validity) for seg, (starts, ends) in zip(segments, bounds, strict=True)],
+            [(seg.data, seg.starts, seg.ends, seg.validity) for seg in segments],
             keep_going,
             plan.layout.avro.hints,
         )
