@@ -192,11 +192,14 @@ def _rows_of(seg: Segment, lo: int, hi: int) -> Segment:
     return Segment(seg.data, seg.starts[lo:hi], seg.ends[lo:hi], valid, plan_ids)
 
 
-def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
-    """One batch of the parts' rows in order; dictionary columns (enums) with different
-    dictionaries per part are unified first."""
+def _concat(batches: list[pa.RecordBatch], pool: ThreadPoolExecutor) -> pa.RecordBatch:
+    """One batch of the parts' rows in order, its columns joined on the decoder's threads (Arrow
+    copies without the GIL); dictionary columns (enums) with different dictionaries per part are
+    unified first."""
+    schema = batches[0].schema
     try:
-        return pa.concat_batches(batches)
+        columns = pool.map(lambda i: pa.concat_arrays([b.column(i) for b in batches]), range(len(schema)))
+        return pa.RecordBatch.from_arrays(list(columns), schema=schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         table = pa.Table.from_batches(batches).unify_dictionaries().combine_chunks()
         return table.to_batches()[0] if table.num_rows else batches[0]
@@ -316,6 +319,7 @@ class MessageDecoder:
         if int(threads) < 0:
             raise ValueError(f"threads must be >= 0 (0: one per core), got {threads}")
         self.threads = int(threads) or (os.cpu_count() or 1)
+        self._pool: ThreadPoolExecutor | None = None  # made on the first batch worth splitting
         self._registry = RegistrySource(registry, create=False)
         self._schemas: LRU[Any, ParsedSchema] = LRU(self.cache_size)
         # writer schemas narrowed to one message type, by (registry key, message-index path)
@@ -655,8 +659,9 @@ class MessageDecoder:
             batch, errors = resolved.fmt.decode(resolved.plans, segments, keep_going)
             return _finish(batch, errors, wire_errors, keep_going, total)
         fmt, plans = resolved.fmt, resolved.plans
-        with ThreadPoolExecutor(len(parts)) as pool:
-            results = list(pool.map(lambda part: fmt.decode(plans, part[1], keep_going), parts))
+        pool = self._workers(total)
+        assert pool is not None
+        results = list(pool.map(lambda part: fmt.decode(plans, part[1], keep_going), parts))
         errors = []
         for (first, _), (_, part_errors) in zip(parts, results):
             errors += [(code, first + index, offset, detail) for code, index, offset, detail in part_errors]
@@ -665,7 +670,16 @@ class MessageDecoder:
         batches = [batch for batch, _ in results]
         if not keep_going and errors:
             return _finish(batches[0], errors, wire_errors, keep_going, total)
-        return _finish(_concat(batches), errors, wire_errors, keep_going, total)
+        return _finish(_concat(batches, pool), errors, wire_errors, keep_going, total)
+
+    def _workers(self, total: int) -> ThreadPoolExecutor | None:
+        """This decoder's threads when a batch of ``total`` rows is split among them, else None.
+        Kept from batch to batch: starting threads for every batch costs more than small ones take."""
+        if self.threads < 2 or total < 2 * MIN_ROWS_PER_THREAD:
+            return None
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="pulsar-codec-decode")
+        return self._pool
 
     def decode_payloads(self, payloads: Any, schema_ids: Any) -> pa.RecordBatch | Decoded:
         """Decode unframed payloads whose schema ids come separately (PIP-420 metadata, a header).
