@@ -11,7 +11,9 @@ completely by Spark's ``noop`` sink:
 - ``decode only``: the same, decoding each batch with a ``MessageDecoder`` and returning only the
   count;
 - ``spark.decode``: :func:`pulsar_codec.spark.decode` end to end (``decoded`` and ``decode_error``
-  selected, as a job that writes them does);
+  selected, as a job that writes them does), and with ``keep_columns=[]``, which returns only
+  those two columns from the Python workers (the input's bytes stay behind, as the recipe's
+  ``pandas_udf`` returns only its struct);
 - ``pandas_udf + fastavro``: the common recipe (``bench_spark.fastavro_udf``).
 
 Then, on a pulsar-lite broker started here (skipped when pulsar-lite or pulsar-client is missing),
@@ -121,6 +123,10 @@ def run_spark_decode(df: Any) -> None:
     noop(pcs.decode(df, "value", registry=REGISTRY).select("decoded", "decode_error"))
 
 
+def run_spark_decode_alone(df: Any) -> None:
+    noop(pcs.decode(df, "value", registry=REGISTRY, keep_columns=[]))
+
+
 def run_spark_decode_prepass(df: Any) -> None:
     noop(pcs.decode(df, "value", registry=REGISTRY, prefetch=True).select("decoded", "decode_error"))
 
@@ -139,6 +145,7 @@ STAGES: list[tuple[str, Callable[[Any], None]]] = [
     ("count", run_count),
     ("decode only", run_decode_only),
     ("spark.decode", run_spark_decode),
+    ("spark.decode, keep_columns=[]", run_spark_decode_alone),
     ("pandas_udf + fastavro", run_fastavro),
     ("spark.decode, pre-pass", run_spark_decode_prepass),
     ("spark.decode, registry file", run_spark_decode_subject),
@@ -149,6 +156,7 @@ LABELS = {
     "count": "mapInArrow, count rows in Python",
     "decode only": "mapInArrow, decode without returning",
     "spark.decode": "spark.decode end to end",
+    "spark.decode, keep_columns=[]": "spark.decode, keep_columns=[] (the messages' bytes not returned)",
     "pandas_udf + fastavro": "pandas_udf + fastavro",
     "spark.decode, pre-pass": "spark.decode with the distinct-id pre-pass (prefetch=True, the old default)",
     "spark.decode, registry file": "spark.decode, registry file + reader_subject (ids fetched by the executors)",
@@ -281,6 +289,11 @@ def print_stages(seconds: dict[str, float], rows: int) -> tuple[float, float]:
     print()
     print(f"spark.decode / identity pass        : {vs_identity:.2f}x  (target <= 1.6x)")
     print(f"pandas_udf + fastavro / spark.decode: {vs_fastavro:.1f}x  (target >= 10x)")
+    alone = seconds["spark.decode, keep_columns=[]"]
+    print(
+        f"with keep_columns=[] (what the recipe returns: the struct alone): {alone / seconds['identity']:.2f}x the"
+        f" identity pass, fastavro / it {seconds['pandas_udf + fastavro'] / alone:.1f}x"
+    )
     print(f"load average: {load()}", flush=True)
     return vs_identity, vs_fastavro
 

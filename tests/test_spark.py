@@ -153,6 +153,22 @@ def test_explicit_reader_schema(spark, users_registry):
     ]
 
 
+def test_keep_columns_chooses_what_comes_back(spark, users_registry):
+    reg, ids = users_registry
+    df = frame_of(spark, user_messages(ids))
+    full = collect_sorted(pcs.decode(df, registry=reg))
+    only = pcs.decode(df, registry=reg, keep_columns=[])
+    assert only.columns == ["decoded", "decode_error"]
+    assert sorted(repr(as_dict(r["decoded"])) for r in only.collect()) == sorted(
+        repr(as_dict(r["decoded"])) for r in full
+    )
+    keyed = pcs.decode(df, registry=reg, keep_columns=["k"])
+    assert keyed.columns == ["k", "decoded", "decode_error"]
+    assert [as_dict(r["decoded"]) for r in collect_sorted(keyed)] == [as_dict(r["decoded"]) for r in full]
+    with pytest.raises(ValueError, match="keep_columns names columns the DataFrame does not have"):
+        pcs.decode(df, registry=reg, keep_columns=["nope"])
+
+
 def test_corrupt_rows_go_to_the_error_column(spark, users_registry, backend):
     reg, ids = users_registry
     good = wire.CONFLUENT.pack(ids[1], body(V2, {"id": 7, "name": "ok", "email": "e"}))

@@ -340,9 +340,11 @@ class DecodeJob:
     backend: str
     headers: HeaderIds | None = None
     variants: tuple[MessageDecoder, ...] = ()
+    keep: tuple[str, ...] | None = None
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        """Decode every batch's column with this process's decoder; other columns pass through."""
+        """Decode every batch's column with this process's decoder; other columns pass through
+        (those of ``keep`` only, when it is given)."""
         decoder = shared_decoder(self.cache_key, self.decoder, self.decoder.registry)
         variants = tuple(shared_decoder((self.cache_key, d.protocol.name), d, d.registry) for d in self.variants)
         target, converters = reader_struct(decoder.arrow_schema)
@@ -392,6 +394,8 @@ class DecodeJob:
         bad[rows] = True
         children = [decoded.column(k) if fn is None else fn(decoded.column(k)) for k, fn in enumerate(converters)]
         struct = pa.StructArray.from_arrays(children, fields=fields, mask=pa.array(bad) if bad.any() else None)
+        if self.keep is not None:
+            batch = batch.select(list(self.keep))
         return replace_columns(
             batch,
             {self.output: struct, self.error_column: error_column(n, rows, codes, offsets, texts, code_valid)},
@@ -624,6 +628,7 @@ def decode(
     schema_id_header: str | None = None,
     reader_subject: str | None = None,
     message: str | None = None,
+    keep_columns: Sequence[str] | None = None,
 ) -> Any:
     """Decode a column of framed messages (or of PIP-420 bodies) into a struct column.
 
@@ -693,10 +698,18 @@ def decode(
         the reader schema's own message (Pulsar ``PROTOBUF_NATIVE``'s root), else its file's first.
         Rows of another message type are error rows (code ``SCHEMA_OTHER_MESSAGE``).
 
+    keep_columns : list of str, optional
+        The input columns the result keeps beside ``output`` and ``error_column`` (default: all).
+        A ``mapInArrow`` stage hands every column it returns back to the JVM, which cannot prune
+        them afterwards: when a job uses only the decoded struct, ``keep_columns=[]`` spares
+        Spark reading the messages' bytes back (about a third of ``spark.decode``'s time on
+        1M complex-12 messages).
+
     Returns
     -------
     pyspark.sql.DataFrame
-        The input columns, then ``output`` and ``error_column``.
+        The input columns (``keep_columns`` when given, in the input's order), then ``output``
+        and ``error_column``.
 
     Raises
     ------
@@ -710,6 +723,11 @@ def decode(
     """
     from pyspark.sql.types import StructField, StructType
 
+    kept = None if keep_columns is None else tuple(keep_columns)
+    if kept is not None:
+        unknown = [name for name in kept if name not in df.columns]
+        if unknown:
+            raise ValueError(f"keep_columns names columns the DataFrame does not have: {unknown}; it has {df.columns}")
     auto_protocol = protocol is None
     if protocol is None:
         protocol = wire.CONFLUENT_PROTOBUF if (format or "").upper() == "PROTOBUF" else wire.CONFLUENT
@@ -763,7 +781,7 @@ def decode(
     decoders = [MessageDecoder(schemas, protocol=p, **options) for p in protocols]
     decoder = decoders[0]
     target, _ = reader_struct(decoder.arrow_schema)
-    keep = [f for f in df.schema.fields if f.name not in (output, error_column)]
+    keep = [f for f in df.schema.fields if f.name not in (output, error_column) and (kept is None or f.name in kept)]
     out_schema = StructType(
         keep + [StructField(output, spark_type(target), True), StructField(error_column, spark_type(ERROR_TYPE), True)]
     )
@@ -777,5 +795,6 @@ def decode(
         backend=_backend.active().name,
         headers=headers,
         variants=tuple(decoders[1:]),
+        keep=None if kept is None else tuple(f.name for f in keep),
     )
     return df.mapInArrow(job, out_schema)
