@@ -350,6 +350,9 @@ def test_spark_stages_smoke(tmp_path: Any, monkeypatch: Any) -> None:
     import bench_spark
 
     monkeypatch.setattr(bench_spark, "DATA_DIR", str(tmp_path))
+    # the stages' functions are this module's: Spark's Python workers import it from bench/
+    here = os.path.dirname(os.path.abspath(__file__))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
     result = main(["--rows", "3000", "--pulsar-rows", "2000"])
     assert all(s > 0 for s in result["stages"].values())
 
