@@ -31,7 +31,7 @@ from ..keyvalue import KeyValueEncodingType
 from ._sdk import check_key_encoding
 from ._sdk import native as _pulsar
 from ._sdk import pulsar as _pulsar_client
-from .positions import BoundedReader, Position, ends_at, last_message_id, position
+from .positions import WHOLE_ENTRY, BoundedReader, Position, ends_at, entry_batch_size, last_message_id, position
 
 __all__ = ["MESSAGE_SCHEMA", "read_batches", "dump_to_parquet", "keyvalue_columns"]
 
@@ -232,10 +232,14 @@ def _last_positions(client: Any, partitions: list[str]) -> dict[str, Position] |
         return None
 
 
-def _next_while_available(reader: BoundedReader, timeout_ms: int) -> Any:
+def _next_while_available(reader: BoundedReader, timeout_ms: int, inside_entry: bool) -> Any:
     """The next message while ``has_message_available`` says there is one: the end of a read on a
-    broker that cannot give last message ids. An error for a partition without messages
-    (pulsar-lite's answer) is settled with a short read."""
+    broker that cannot give last message ids. The question is not asked while the last message
+    read is not the last of its batched entry (``inside_entry``), where the C++ client can answer
+    "no" too early. An error for a partition without messages (pulsar-lite's answer) is settled
+    with a short read."""
+    if inside_entry:
+        return reader.next()
     try:
         if not reader.reader.has_message_available():
             return None
@@ -387,6 +391,7 @@ def read_batches(
         # the last position read per partition: a message at or before it was delivered again
         # (pulsar-lite at times rewinds a reader to an earlier entry of a long topic) and is dropped
         last_read: dict[str, Position] = {}
+        inside_entry = False  # the last message read is not the last of its batched entry
         while limit is None or count < limit:
             if pending is not None:
                 msg, pending = pending, None
@@ -400,7 +405,7 @@ def read_batches(
             else:
                 if ends is not None and len(done) >= len(ends):
                     break
-                msg = reader.next() if ends is not None else _next_while_available(reader, timeout_ms)
+                msg = reader.next() if ends is not None else _next_while_available(reader, timeout_ms, inside_entry)
                 if msg is None:
                     break
             msg_id = msg.message_id()
@@ -410,6 +415,7 @@ def read_batches(
                 continue
             last_read[partition] = at
             reader.accepted(msg_id if len(partitions) == 1 else None)
+            inside_entry = 0 <= at[2] < WHOLE_ENTRY and at[2] < entry_batch_size(msg_id) - 1
             partition_end = None if ends is None else ends.get(partition)
             if partition_end is not None:
                 if at > partition_end:  # published after the read began
