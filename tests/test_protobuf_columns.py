@@ -44,6 +44,11 @@ def columns(kernels, plan, payloads, keep_going=True, validity=None, cuts=()):
             data += b"\x85"  # bytes outside a row must never be read (this one would continue a varint)
         valid = None if validity is None else np.array(validity[a:b], dtype=bool)
         segments.append((bytes(data), np.array(starts, np.int64), np.array(ends, np.int64), valid))
+    return _decode_segments(kernels, plan, segments, keep_going)
+
+
+def _decode_segments(kernels, plan, segments, keep_going=True):
+    """``decode`` of ready-made segments; (errors, batch, bug)."""
     errors, outputs, bug = kernels.protobuf.decode(
         program_of(kernels, plan),
         kernel_layout(plan.layout.avro, kernels.avro),
@@ -235,18 +240,6 @@ def test_null_rows_and_segments(both_backends, order):
     errors, batch, _ = agree(both_backends, plan, payloads, validity=validity, cuts=(2, 2, 5))
     assert errors == []
     assert [r["id"] for r in batch.to_pylist()] == [0, None, 2, 3, None, 5]
-
-
-def _decode_segments(kernels, plan, segments):
-    errors, outputs, bug = kernels.protobuf.decode(
-        program_of(kernels, plan),
-        kernel_layout(plan.layout.avro, kernels.avro),
-        kernels.avro.Program(*plan.avro.program),
-        segments,
-        True,
-        None,
-    )
-    return [tuple(int(x) for x in e) for e in errors], assemble(plan.layout.avro, outputs), bug
 
 
 @pytest.mark.parametrize("offsets_type", [np.int64, np.int32])

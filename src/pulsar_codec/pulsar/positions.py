@@ -21,6 +21,7 @@ import uuid
 from typing import Any
 
 __all__ = [
+    "PROBE_MS",
     "BoundedReader",
     "REOPENS",
     "WHOLE_ENTRY",
@@ -39,7 +40,8 @@ WHOLE_ENTRY = 1 << 62
 Position = tuple[int, int, int]
 """``(ledger, entry, batch index)`` of a message id, :data:`WHOLE_ENTRY` for ``-1``."""
 
-_PROBE_MS = 500
+#: How long a short read waits to settle what a broker's error left open (an empty partition).
+PROBE_MS = 500
 
 #: Readers reopened after a read times out, before the broker is asked whether it has more:
 #: pulsar-lite at times stops dispatching to a reader of a long topic.
@@ -136,7 +138,7 @@ def last_message_id(client: Any, topic: str) -> Any:
     try:
         found = consumer.get_last_message_id()
     except pulsar.UnknownError:
-        if first_message(client, topic, native.MessageId.earliest, _PROBE_MS) is not None:
+        if first_message(client, topic, native.MessageId.earliest, PROBE_MS) is not None:
             raise
         found = native.MessageId.earliest
     finally:

@@ -31,7 +31,16 @@ from ..keyvalue import KeyValueEncodingType
 from ._sdk import check_key_encoding
 from ._sdk import native as _pulsar
 from ._sdk import pulsar as _pulsar_client
-from .positions import WHOLE_ENTRY, BoundedReader, Position, ends_at, entry_batch_size, last_message_id, position
+from .positions import (
+    PROBE_MS,
+    WHOLE_ENTRY,
+    BoundedReader,
+    Position,
+    ends_at,
+    entry_batch_size,
+    last_message_id,
+    position,
+)
 
 __all__ = ["MESSAGE_SCHEMA", "read_batches", "dump_to_parquet", "keyvalue_columns"]
 
@@ -202,9 +211,6 @@ class _End:
         return self.id is not None and not (msg.message_id() < self.id)
 
 
-_PROBE_MS = 500
-
-
 def _first_after_seek(reader: Any, timeout_ms: int) -> Any:
     """The first message after a seek by publish time, or None if none arrives.
 
@@ -218,7 +224,7 @@ def _first_after_seek(reader: Any, timeout_ms: int) -> Any:
     except _pulsar_client.UnknownError:
         available = False
     try:
-        return reader.read_next(timeout_ms if available else min(timeout_ms, _PROBE_MS))
+        return reader.read_next(timeout_ms if available else min(timeout_ms, PROBE_MS))
     except _pulsar_client.Timeout:
         return None
 
@@ -245,7 +251,7 @@ def _next_while_available(reader: BoundedReader, timeout_ms: int, inside_entry: 
             return None
     except _pulsar_client.UnknownError:
         try:
-            return reader.reader.read_next(min(timeout_ms, _PROBE_MS))
+            return reader.reader.read_next(min(timeout_ms, PROBE_MS))
         except _pulsar_client.Timeout:
             return None
     return reader.next()

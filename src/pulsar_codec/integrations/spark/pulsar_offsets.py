@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from ...pulsar.positions import (
+    PROBE_MS,
     WHOLE_ENTRY,
     BoundedReader,
     Position,
@@ -53,8 +54,6 @@ __all__ = [
 
 EARLIEST = "earliest"
 LATEST = "latest"
-
-_PROBE_MS = 500
 
 
 def _sdk() -> tuple[Any, Any]:
@@ -136,7 +135,7 @@ def _pending(client: Any, topic: str, start: Any, last: Any) -> tuple[int, int, 
     if s_ledger == l_ledger and s_ledger >= 0:
         first = s_entry if s_batch != WHOLE_ENTRY else s_entry + 1  # a half-read batch entry counts
         return s_ledger, first, l_entry - first + 1
-    msg = first_message(client, topic, start, _PROBE_MS * 20)
+    msg = first_message(client, topic, start, PROBE_MS * 20)
     if msg is None:
         return l_ledger, l_entry, None
     f_ledger, f_entry, _ = position(msg.message_id())
