@@ -506,7 +506,7 @@ def test_option_errors(spark, registered, pulsar_broker, tmp_path):
     registry_path = str(tmp_path / "schemas.db")
     LocalRegistry(registry_path).close()
     base = {"service_url": pulsar_broker.url, "topics": "a", "registry": registry_path}
-    with pytest.raises(ValueError, match="topics_pattern is not supported"):
+    with pytest.raises(ValueError, match="'topics' or the option 'topics_pattern', not both"):
         SourcePlan.from_options({**base, "topics_pattern": "a.*"})
     with pytest.raises(ValueError, match="registry"):
         SourcePlan.from_options({"service_url": pulsar_broker.url, "topics": "a"})

@@ -10,6 +10,8 @@ module                                     what it holds
 ``pulsar_codec.pulsar.reader``             read_batches, dump_to_parquet, keyvalue_columns
 ``pulsar_codec.pulsar.topic``              TopicDecoder, read_decoded (AVRO, JSON and external
                                            schema topics into Arrow)
+``pulsar_codec.pulsar.admin``              TopicPattern, matching_topics, namespace_topics (the
+                                           admin REST API's topic lists; no client needed)
 =========================================  ====================================================
 
 The names below are imported from their module on first use, so ``import pulsar_codec.pulsar``
@@ -35,6 +37,10 @@ _LAZY_NAMES: dict[str, str] = {
     "read_batches": ".reader",
     "TopicDecoder": ".topic",
     "read_decoded": ".topic",
+    "PulsarAdminError": ".admin",
+    "TopicPattern": ".admin",
+    "matching_topics": ".admin",
+    "namespace_topics": ".admin",
     "KeyValueEncodingType": "pulsar_codec.keyvalue",
     "SchemaType": ".schema_info",
     "SchemaInfo": ".schema_info",

@@ -1,4 +1,4 @@
-"""Options of ``format("pulsar")``: topics, offsets, the registry, and the reader schema on the driver.
+"""Options of ``format("pulsar")``: topics (or a pattern), offsets, the registry, and the reader schema on the driver.
 
 Spark hands a data source its options as strings; this module turns them into values once, on the
 driver, so a malformed option fails the query before any task runs.
@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import SchemaError, SchemaNotFoundError
+from ...pulsar.admin import TopicPattern, matching_topics
 from ...registry import RegistryConfig
 from .pulsar_offsets import EARLIEST, LATEST, decode_offset, split_partition
 
 __all__ = [
+    "DEFAULT_TIMEOUT_MS",
     "OffsetSpec",
+    "PatternTopics",
     "ReaderSetup",
     "flag",
     "full_topic",
@@ -25,7 +28,10 @@ __all__ = [
     "required",
     "resolve_reader",
     "topic_list",
+    "topic_pattern",
 ]
+
+DEFAULT_TIMEOUT_MS = 30_000
 
 
 def required(options: Mapping[str, str], name: str) -> str:
@@ -77,15 +83,70 @@ def full_topic(name: str) -> str:
     raise ValueError(f"not a topic name: {name!r} (give 'topic', 'tenant/namespace/topic' or a full name)")
 
 
-def topic_list(options: Mapping[str, str]) -> tuple[str, ...]:
-    """The topics of the ``topics`` option, in full names, in the given order."""
-    if options.get("topics_pattern"):
-        # the Python client lists no namespace (no GetTopicsOfNamespace, no admin API), so a pattern
-        # cannot be expanded into topic-partitions on the driver
-        raise ValueError(
-            "topics_pattern is not supported: pulsar-client for Python cannot list the topics of a "
-            "namespace; name the topics with the 'topics' option"
+@dataclass(frozen=True)
+class PatternTopics:
+    """``topics_pattern``: the topics of a namespace that match, listed through the admin REST API.
+
+    Picklable, with no connection of its own: the driver lists with it when a query is planned
+    and, for a stream, before each micro-batch (:func:`pulsar_codec.pulsar.admin.matching_topics`).
+    """
+
+    pattern: TopicPattern
+    admin_url: str
+    admin_token: str | None = field(default=None, repr=False)
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+
+    def topics(self) -> tuple[str, ...]:
+        """The matching topics now (full names, sorted; empty when none matches)."""
+        return matching_topics(self.admin_url, self.pattern, token=self.admin_token, timeout_ms=self.timeout_ms)
+
+    def no_match(self) -> str:
+        """The message for a pattern that matches no topic."""
+        return (
+            f"topics_pattern {self.pattern.text!r} matches no topic of the namespace {self.pattern.namespace} "
+            f"(listed at {self.admin_url})"
         )
+
+
+def topic_pattern(options: Mapping[str, str]) -> PatternTopics | None:
+    """The ``topics_pattern`` option with its ``admin_url`` and ``admin_token``; None without a pattern.
+
+    Raises
+    ------
+    ValueError
+        ``topics`` is given too, ``admin_url`` is missing, or the pattern is malformed.
+    """
+    text = options.get("topics_pattern")
+    if text is None or not str(text).strip():
+        return None
+    if str(options.get("topics") or "").strip():
+        raise ValueError("give the option 'topics' or the option 'topics_pattern', not both")
+    admin_url = str(options.get("admin_url") or "").strip()
+    if not admin_url:
+        raise ValueError(
+            "the option 'topics_pattern' needs the option 'admin_url' (the broker's web service, such as "
+            "http://localhost:8080): the topics of a namespace are listed through Pulsar's admin REST API"
+        )
+    if not admin_url.lower().startswith(("http://", "https://")):
+        raise ValueError(f"option 'admin_url' must be an http(s)://host:port URL, got {admin_url!r}")
+    try:
+        pattern = TopicPattern.parse(str(text))
+    except ValueError as exc:
+        raise ValueError(f"option 'topics_pattern': {exc}") from None
+    return PatternTopics(
+        pattern,
+        admin_url,
+        str(options.get("admin_token") or "").strip() or None,
+        positive_int(options, "timeout_ms", DEFAULT_TIMEOUT_MS) or DEFAULT_TIMEOUT_MS,
+    )
+
+
+def topic_list(options: Mapping[str, str]) -> tuple[str, ...]:
+    """The topics of the ``topics`` option, in full names, in the given order; or those
+    ``topics_pattern`` matches now, sorted (possibly none)."""
+    pattern = topic_pattern(options)
+    if pattern is not None:
+        return pattern.topics()
     names = [full_topic(t) for t in required(options, "topics").split(",") if t.strip()]
     if not names:
         raise ValueError("option 'topics' names no topic")
@@ -190,7 +251,9 @@ def _default_subject(topics: tuple[str, ...], part: str) -> str:
             if part == "value"
             else "'key_subject' or 'key_reader_schema'"
         )
-        raise SchemaError(f"several topics: name the schema of the {part} column with the {options} option")
+        # no topic: a topics_pattern that matches none (yet), so no subject is named after one
+        what = "several topics" if topics else "no topic (topics_pattern matches none yet)"
+        raise SchemaError(f"{what}: name the schema of the {part} column with the {options} option")
     return split_partition(topics[0])[0].rsplit("/", 1)[-1] + f"-{part}"
 
 

@@ -11,8 +11,17 @@ Options
 ``service_url``
     ``pulsar://host:6650`` (required).
 ``topics``
-    Comma list of topics (``orders``, ``tenant/ns/orders`` or full names), required.
-    ``topics_pattern`` is refused: the Python client cannot list a namespace's topics.
+    Comma list of topics (``orders``, ``tenant/ns/orders`` or full names); this or ``topics_pattern``.
+``topics_pattern``
+    A regular expression a topic's full name must match entirely, as in Pulsar's pattern
+    consumer (``orders-.*`` is taken in ``persistent://public/default/``; the
+    ``tenant/namespace`` part is literal). The topics are listed through the admin REST API
+    (:mod:`pulsar_codec.pulsar.admin`: partitions count as their topic): once when a batch query
+    is planned (a pattern matching nothing is an error there), and before each micro-batch of a
+    stream, whose new topics start at ``earliest``.
+``admin_url``, ``admin_token``
+    With ``topics_pattern``: the broker's web service, ``http(s)://host:8080`` (required), and a
+    token sent as ``Authorization: Bearer``.
 ``starting_offsets``
     ``earliest`` (default), ``latest``, or a JSON object mapping a topic-partition (or a topic,
     for all its partitions) to ``earliest``, ``latest`` or a message id offset; a range starts
@@ -27,7 +36,8 @@ Options
     ``true`` (default): ``value`` is the decoded struct, with ``decode_error``; ``false``: raw bytes.
 ``reader_schema``, ``reader_subject``, ``subject``, ``format``
     The ``value`` struct: ``reader_schema`` (schema text), else the newest version of
-    ``reader_subject``, of ``subject``, or of ``<topic>-value`` (one topic's local name) when
+    ``reader_subject``, of ``subject``, or of ``<topic>-value`` (the local name of the one topic,
+    or of the one topic ``topics_pattern`` matches when the query is planned) when
     Spark asks for the schema; every version of that subject is shipped to the executors. A
     version registered while a stream runs is read with the schema the stream started with.
 ``protocol``
@@ -40,7 +50,7 @@ Options
     Streaming: at most this many entries per micro-batch, shared among the partitions (a
     producer's batch is one entry; see :func:`.pulsar_offsets.plan_ends`).
 ``timeout_ms``
-    Connecting, broker operations, and waiting for a message the broker reported (30 s).
+    Connecting, broker operations, the admin API, and waiting for a message the broker reported (30 s).
 
 Columns
 -------
@@ -91,20 +101,22 @@ from .pulsar_offsets import (
     split_partition,
 )
 from .pulsar_options import (
+    DEFAULT_TIMEOUT_MS,
     OffsetSpec,
+    PatternTopics,
     flag,
     positive_int,
     registry_config,
     required,
     resolve_reader,
     topic_list,
+    topic_pattern,
 )
 from .pulsar_rows import PartDecoder, RowMaker
 from .types import ERROR_TYPE, reader_struct, spark_type
 
 __all__ = ["PulsarDataSource", "PulsarPartition", "SourcePlan"]
 
-DEFAULT_TIMEOUT_MS = 30_000
 BATCH_SIZE = 10_000  # messages per Arrow batch an executor yields
 
 
@@ -155,7 +167,8 @@ class SourcePlan:
     Attributes
     ----------
     service_url, topics, starting, ending, timeout_ms, max_records
-        The options (topics in full names).
+        The options (topics in full names; with ``topics_pattern``, those it matched when the
+        query was planned).
     value, key : ValueReader or None
         With ``decode=true``: the value's reader, and a KeyValue topic's key reader.
     keyvalue : {"INLINE", "SEPARATED"} or None
@@ -166,6 +179,9 @@ class SourcePlan:
         The wire prefix the ``schema_id`` column is read from.
     backend : str
         The kernels the driver ran; the executors run the same.
+    pattern : PatternTopics or None
+        ``topics_pattern``: a stream lists its topics again before each micro-batch (the driver
+        only; the executors read the partitions they are given).
     """
 
     service_url: str
@@ -180,11 +196,13 @@ class SourcePlan:
     key_encoding: str
     protocol: str
     backend: str = field(default_factory=lambda: _backend.active().name)
+    pattern: PatternTopics | None = None
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourcePlan:
         """Read and check the options; with ``decode=true`` ask the registry for the reader schemas."""
-        topics = topic_list(options)
+        pattern = topic_pattern(options)
+        topics = topic_list(options)  # with a pattern: listed through the admin API, once
         protocol = wire.protocol_by_name(options.get("protocol") or wire.CONFLUENT)
         kv = options.get("keyvalue") or None
         kv_encoding = KeyValueEncodingType.parse(kv).name if kv else None
@@ -211,6 +229,7 @@ class SourcePlan:
             keyvalue=kv_encoding,
             key_encoding=key_encoding,
             protocol=protocol.name,
+            pattern=pattern,
         )
 
     def spark_schema(self) -> Any:
@@ -246,10 +265,15 @@ class SourcePlan:
 
     # -- the driver's view of the topics --------------------------------------------------------
 
-    def partition_topics(self, client: Any) -> list[str]:
-        """Every topic-partition of the topics (a topic that is not partitioned is its own)."""
+    def current_topics(self) -> tuple[str, ...]:
+        """The topics now: those ``topics_pattern`` matches, listed again; else ``topics``."""
+        return self.topics if self.pattern is None else self.pattern.topics()
+
+    def partition_topics(self, client: Any, topics: tuple[str, ...] | None = None) -> list[str]:
+        """Every topic-partition of ``topics`` (default: the plan's); a topic that is not
+        partitioned is its own."""
         found: list[str] = []
-        for topic in self.topics:
+        for topic in self.topics if topics is None else topics:
             partitions = [str(p) for p in client.get_topic_partitions(topic)]
             if partitions != [topic]:
                 check_partition_addressing(client, partitions[0])
@@ -358,7 +382,9 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """``spark.readStream``: offsets are message ids per topic-partition (see :mod:`.pulsar_offsets`).
 
     ``latestOffset`` asks the broker for each partition's last message id (no message is read for
-    it) and, under ``max_records_per_trigger``, ends each range that many entries on in all.
+    it) and, under ``max_records_per_trigger``, ends each range that many entries on in all. With
+    ``topics_pattern`` it lists the matching topics first, so a new topic joins the next
+    micro-batch, read from ``earliest``.
     Ranges are fixed before a micro-batch runs and read between fixed ids, so a micro-batch run
     again after a restart reads the same messages: with a checkpoint and an idempotent sink
     (Parquet, Delta) every message arrives once. Nothing is acknowledged on the broker (readers
@@ -385,11 +411,15 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict[str, str]:
         """``starting_offsets`` of every partition (``latest``: the broker's last id now)."""
         client = self._broker()
-        return {t: self.plan.resolve(client, self.plan.starting, t) for t in sorted(self.plan.partition_topics(client))}
+        partitions = self.plan.partition_topics(client, self.plan.current_topics())
+        return {t: self.plan.resolve(client, self.plan.starting, t) for t in sorted(partitions)}
 
     def _lasts(self) -> dict[str, Any]:
+        # with topics_pattern the topics are listed again: a new one joins with no start offset,
+        # so latestOffset and partitions read it from earliest
         client = self._broker()
-        return {t: last_message_id(client, t) for t in sorted(self.plan.partition_topics(client))}
+        partitions = self.plan.partition_topics(client, self.plan.current_topics())
+        return {t: last_message_id(client, t) for t in sorted(partitions)}
 
     def getDefaultReadLimit(self) -> Any:
         """``ReadMaxRows(max_records_per_trigger)`` when the option is set."""
@@ -478,7 +508,10 @@ class PulsarDataSource(DataSource):
 
     def reader(self, schema: Any) -> PulsarBatchReader:
         """The batch reader."""
-        return PulsarBatchReader(self._source(), schema)
+        plan = self._source()
+        if plan.pattern is not None and not plan.topics:
+            raise ValueError(plan.pattern.no_match())
+        return PulsarBatchReader(plan, schema)
 
     def streamReader(self, schema: Any) -> PulsarStreamReader:
         """The streaming reader."""
