@@ -1004,10 +1004,20 @@ static int pc_aerr_push(pc_aerrors *e, int32_t code, int64_t index, int64_t offs
     return 0;
 }
 
+/* Whether the message [m, end) is at least `size` bytes long and begins with `prefix`. */
+static inline int pc_has_prefix(const uint8_t *m, const uint8_t *end, const uint8_t *prefix, int64_t size)
+{
+    int64_t k;
+    if (end - m < size) return 0;
+    for (k = 0; k < size; k++)
+        if (m[k] != prefix[k]) return 0;
+    return 1;
+}
+
 /* pc_avro_decode for a segment whose rows all run plan pl (a top-level record): see pc_hot_build. */
 static int pc_avro_decode_hot(pc_slot *S, const pc_plan *pl, const uint8_t *buf, const int64_t *starts,
-                              const int64_t *offs64, const int32_t *offs32, int64_t skip, const uint8_t *valid,
-                              int64_t n, int64_t row0, int keep_going, pc_aerrors *errs)
+                              const int64_t *offs64, const int32_t *offs32, int64_t skip, const uint8_t *prefix,
+                              const uint8_t *valid, int64_t n, int64_t row0, int keep_going, pc_aerrors *errs)
 {
     pc_actx ctx;
     pc_hot H[PC_HOT_MAX];
@@ -1028,12 +1038,18 @@ static int pc_avro_decode_hot(pc_slot *S, const pc_plan *pl, const uint8_t *buf,
         if (starts != NULL) {
             ctx.msg = buf + starts[i];
             end = buf + offs64[i];
-        } else if (offs64 != NULL) {
-            ctx.msg = buf + offs64[i] + skip;
-            end = buf + offs64[i + 1];
         } else {
-            ctx.msg = buf + (int64_t)offs32[i] + skip;
-            end = buf + offs32[i + 1];
+            if (offs64 != NULL) {
+                ctx.msg = buf + offs64[i] + skip;
+                end = buf + offs64[i + 1];
+            } else {
+                ctx.msg = buf + (int64_t)offs32[i] + skip;
+                end = buf + offs32[i + 1];
+            }
+            if (prefix != NULL && !pc_has_prefix(ctx.msg - skip, end, prefix, skip)) {
+                pc_hot_sync(S, pl, H, r);
+                return 2;
+            }
         }
         ctx.budget = PC_ZERO_SIZE_ITEM_LIMIT;
         p = pc_hrow(&ctx, pl, H, nh, rec_valid, r, ctx.msg, end);
@@ -1060,20 +1076,24 @@ static int pc_avro_decode_hot(pc_slot *S, const pc_plan *pl, const uint8_t *buf,
 }
 
 /* Decode rows [0, n) of one segment into the slots. Returns 0 when done, 1 when stopped at an error
- * (keep_going == 0), -1 when out of memory. Rows are numbered from row0 in error reports.
+ * (keep_going == 0), 2 when a message does not begin with `prefix`, -1 when out of memory. Rows are
+ * numbered from row0 in error reports.
  * Payload i is buf[starts[i], ends[i]) when starts != NULL; otherwise the segment is a run of framed
- * messages with n + 1 offsets (offs64, or offs32 when that is NULL) whose prefix of `skip` bytes was
- * already checked, and payload i is buf[offs[i] + skip, offs[i + 1]). */
+ * messages with n + 1 offsets (offs64, or offs32 when that is NULL) and a wire prefix of `skip` bytes,
+ * and payload i is buf[offs[i] + skip, offs[i + 1]). When `prefix` is not NULL every message must
+ * begin with its `skip` bytes (one schema id for the whole run): checking it here, on bytes the row's
+ * decode reads next anyway, spares the caller a pass over every message before the decode. */
 static int pc_avro_decode(pc_slot *S, const pc_plan *plans, const int32_t *plan_ids, const uint8_t *buf,
                           const int64_t *starts, const int64_t *offs64, const int32_t *offs32, int64_t skip,
-                          const uint8_t *valid, int64_t n, int64_t row0, int keep_going, pc_aerrors *errs)
+                          const uint8_t *prefix, const uint8_t *valid, int64_t n, int64_t row0, int keep_going,
+                          pc_aerrors *errs)
 {
     pc_actx ctx;
     int64_t i;
     const pc_plan *pl = plans;
     ctx.slots = S;
     if (plan_ids == NULL && pl->ops[0].code == O_RECORD && pl->ops[0].count <= PC_HOT_MAX)
-        return pc_avro_decode_hot(S, pl, buf, starts, offs64, offs32, skip, valid, n, row0, keep_going, errs);
+        return pc_avro_decode_hot(S, pl, buf, starts, offs64, offs32, skip, prefix, valid, n, row0, keep_going, errs);
     for (i = 0; i < n; i++) {
         const uint8_t *p, *end;
         if (valid != NULL && !valid[i]) {
@@ -1084,12 +1104,15 @@ static int pc_avro_decode(pc_slot *S, const pc_plan *plans, const int32_t *plan_
         if (starts != NULL) {
             ctx.msg = buf + starts[i];
             end = buf + offs64[i];
-        } else if (offs64 != NULL) {
-            ctx.msg = buf + offs64[i] + skip;
-            end = buf + offs64[i + 1];
         } else {
-            ctx.msg = buf + (int64_t)offs32[i] + skip;
-            end = buf + offs32[i + 1];
+            if (offs64 != NULL) {
+                ctx.msg = buf + offs64[i] + skip;
+                end = buf + offs64[i + 1];
+            } else {
+                ctx.msg = buf + (int64_t)offs32[i] + skip;
+                end = buf + offs32[i + 1];
+            }
+            if (prefix != NULL && !pc_has_prefix(ctx.msg - skip, end, prefix, skip)) return 2;
         }
         ctx.budget = PC_ZERO_SIZE_ITEM_LIMIT;
         p = pl->ops[0].code == O_RECORD ? pc_arow(&ctx, pl, ctx.msg, end) : pc_arun(&ctx, pl, 0, ctx.msg, end);

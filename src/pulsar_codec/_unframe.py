@@ -1,8 +1,9 @@
 """The wire-prefix step of :mod:`pulsar_codec.pipeline`: schema ids and payload starts per row.
 
-Two paths: a batch with one schema id and valid fixed-size prefixes needs only the distinct ids
-(:func:`single_id`; the payload format then skips the prefix itself); anything else is unframed
-row by row (:func:`unframe_parts`), resuming after bad prefixes when asked to keep going.
+Two paths: a batch with one schema id and valid fixed-size prefixes needs only the id of its
+first message (:func:`single_id`; the payload format then checks and skips the prefix of every
+message itself); anything else is unframed row by row (:func:`unframe_parts`), resuming after bad
+prefixes when asked to keep going.
 Compressed AWS Glue bodies are inflated before either path (:func:`inflate_chunks`).
 """
 
@@ -302,59 +303,64 @@ def registry_key(key: Any) -> Any:
 
 
 class SingleId(NamedTuple):
-    """What the one-id fast path found: the distinct ids (at most one), the prefix size of every
-    message, and the Protobuf message-index path they all have (None for other protocols)."""
+    """What the one-id fast path found in a batch's first and last messages: their id (none for a
+    batch of null messages), the prefix size, the Protobuf message-index path (None for other
+    protocols) and the prefix bytes every other message must repeat (None: no message to check)."""
 
     ids: list[Any]
     skip: int
     path: tuple[int, ...] | None
+    prefix: bytes | None
 
 
-def _shared_index_array(chunks: list[Chunk], protocol: wire.Protocol, at: int) -> tuple[int, tuple[int, ...]] | None:
-    """``(prefix size, path)`` when every message has the message-index array of the first one at
-    ``at`` (their ids already checked); None when they differ or the first array is not valid."""
-    kernels = _backend.active().wire
-    ref: bytes | None = None
-    skip, path = at + 1, (0,)  # a batch of null messages only: no array to compare
-    path_of: tuple[int, ...] = path
-    for c in chunks:
-        if ref is None:
-            live = np.flatnonzero(c.validity) if c.validity is not None else np.arange(min(c.length, 1))
-            if not len(live):
+def _end_messages(chunks: list[Chunk]) -> list[bytes]:
+    """The first and the last non-null message of the batch (one when they are the same; none for
+    a batch of null messages)."""
+    found: list[bytes] = []
+    for order in (chunks, reversed(chunks)):
+        for c in order:
+            if not c.length or (c.validity is not None and not c.validity.any()):
                 continue
-            row = int(live[0])
-            first = bytes(memoryview(c.data)[int(c.offsets[row]) : int(c.offsets[row + 1])])
-            try:
-                _, indexes, body = protocol.unpack_indexes(first)
-            except WireFormatError:
-                return None
-            skip, path_of = len(first) - len(body), tuple(indexes) or (0,)
-            ref = first[at:skip]
-        if not kernels.same_bytes(c.data, c.offsets, c.validity, at, ref):
-            return None
-    return skip, path_of
+            if c.validity is None:
+                row = 0 if not found else c.length - 1
+            else:
+                row = int(c.validity.argmax()) if not found else c.length - 1 - int(c.validity[::-1].argmax())
+            found.append(bytes(memoryview(c.data)[int(c.offsets[row]) : int(c.offsets[row + 1])]))
+            break
+        if not found:
+            return []
+    return found
 
 
 def single_id(chunks: list[Chunk], protocol: wire.Protocol) -> SingleId | None:
-    """The distinct schema ids of a batch whose prefixes all have one size, all valid and at most
-    one id; None when the general path is needed (an error, several ids, another protocol, Protobuf
-    messages of different types)."""
+    """The one-id fast path's view of a batch, when its first and last messages carry the same
+    valid fixed-size prefix (and for Protobuf the same message-index array); None when the general
+    path is needed at once (another protocol, a bad or compressed first prefix, two ids).
+
+    Only those two messages are read here: the payload format checks that every message begins
+    with ``prefix`` while it decodes it (:class:`~pulsar_codec.formats.base.PrefixMismatch`
+    otherwise), so a batch costs no pass over its prefixes before the decode. Comparing the last
+    message first catches a batch that crosses a schema change before any row is decoded."""
     id_part = _ID_PART.get(protocol.kind, protocol)
     if id_part.kind not in PREFIX_SIZE:
         return None
-    kernels = _backend.active().wire
-    found: set[Any] = set()
-    for c in chunks:
-        error, ids = kernels.distinct_ids(c.data, c.offsets, c.validity, id_part.kind, 1)
-        if error is not None or ids is None:
-            return None
-        found.update(ids)
-        if len(found) > 1:
-            return None
-    skip, path = PREFIX_SIZE[id_part.kind], None
+    skip = PREFIX_SIZE[id_part.kind]
+    ends = _end_messages(chunks)
+    if not ends:  # null messages only: nothing to read
+        return SingleId([], skip + 1, (0,), None) if id_part is not protocol else SingleId([], skip, None, None)
+    first = ends[0]
+    offsets = np.array([0, len(first)], dtype=np.int64)
+    error, ids = _backend.active().wire.distinct_ids(first, offsets, None, id_part.kind, 1)
+    if error is not None or not ids:
+        return None
+    path = None
     if id_part is not protocol:
-        shared = _shared_index_array(chunks, protocol, skip)
-        if shared is None:
+        try:
+            _, indexes, body = protocol.unpack_indexes(first)
+        except WireFormatError:
             return None
-        skip, path = shared
-    return SingleId(sorted(found), skip, path)
+        skip, path = len(first) - len(body), tuple(indexes) or (0,)
+    prefix = first[:skip]
+    if any(m[:skip] != prefix for m in ends[1:]):
+        return None
+    return SingleId(list(ids), skip, path, prefix)

@@ -47,7 +47,8 @@ cdef extern from "pc_avro.h":
     void pc_avro_truncate(pc_slot *S, int32_t sid, int64_t n) nogil
     int pc_avro_decode(pc_slot *S, const pc_plan *plans, const int32_t *plan_ids, const uint8_t *buf,
                        const int64_t *starts, const int64_t *offs64, const int32_t *offs32, int64_t skip,
-                       const uint8_t *valid, int64_t n, int64_t row0, int keep_going, pc_aerrors *errs) nogil
+                       const uint8_t *prefix, const uint8_t *valid, int64_t n, int64_t row0, int keep_going,
+                       pc_aerrors *errs) nogil
 
 
 cdef class Layout:

@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from . cimport defs
+from . import wire_c
 from .defs cimport pc_error
 
 __all__ = ["Layout", "Program", "decode", "decode_row"]
@@ -271,6 +272,16 @@ cdef list _take_outputs(pc_slot *S, Py_ssize_t nslots):
     return outputs
 
 
+def _prefixes_hold(segments):
+    """Whether every message of ``segments`` that carries a ``prefix`` begins with it (checked
+    after a stop at the first bad row, for the rows the decode did not reach)."""
+    for seg in segments:
+        if len(seg) > 5 and seg[5] is not None and isinstance(seg[1], int):
+            if not wire_c.same_bytes(seg[0], seg[2], seg[3], 0, seg[5]):
+                return False
+    return True
+
+
 def decode(Layout layout not None, programs, segments, keep_going, hints=None):
     """Decode every payload of ``segments``; same contract as ``avro_py.decode``."""
     # twin: avro_py.decode
@@ -294,6 +305,8 @@ def decode(Layout layout not None, programs, segments, keep_going, hints=None):
     cdef const int32_t[::1] pid
     cdef const uint8_t *vptr
     cdef const int32_t *pptr
+    cdef const uint8_t[::1] pre
+    cdef const uint8_t *preptr
     errs.items = NULL
     errs.n = 0
     errs.cap = 0
@@ -308,17 +321,24 @@ def decode(Layout layout not None, programs, segments, keep_going, hints=None):
             total += (len(seg[2]) - 1) if isinstance(seg[1], int) else len(seg[1])
         hint = total if total > 16 else 16
         _reserve_all(S, nslots, hint, hints)
-        for seg in segments:
-            data, starts, ends, validity, plan_ids = seg
+        for k, seg in enumerate(segments):
+            data, starts, ends, validity, plan_ids = seg[:5]
+            prefix = seg[5] if len(seg) > 5 else None
             stp = NULL
             enp = NULL
             en32p = NULL
+            preptr = NULL
             skip = 0
-            if isinstance(starts, int):  # framed messages: n + 1 offsets, fixed prefix already checked
+            if isinstance(starts, int):  # framed messages: n + 1 offsets and a prefix of `skip` bytes
                 n = len(ends) - 1
                 skip = starts
                 if n <= 0:
                     continue
+                if prefix is not None:
+                    if len(prefix) != skip:
+                        raise ValueError(f"a prefix of {len(prefix)} bytes for a skip of {skip}")
+                    pre = prefix if skip else b"\0"
+                    preptr = &pre[0]
                 if ends.dtype == np.int32:
                     en32 = ends
                     en32p = &en32[0]
@@ -343,9 +363,11 @@ def decode(Layout layout not None, programs, segments, keep_going, hints=None):
                 pid = np.ascontiguousarray(plan_ids, dtype=np.int32)
                 pptr = &pid[0]
             with nogil:
-                rc = pc_avro_decode(S, P, pptr, &buf[0], stp, enp, en32p, skip, vptr, n, row0, kg, &errs)
+                rc = pc_avro_decode(S, P, pptr, &buf[0], stp, enp, en32p, skip, preptr, vptr, n, row0, kg, &errs)
             if rc == -1:
                 raise MemoryError("pulsar_codec: out of memory while decoding Avro")
+            if rc == 2 or (rc == 1 and not _prefixes_hold(segments[k:])):
+                return None, None  # a message of another prefix: the batch needs the general path
             row0 += n
             if rc == 1:
                 break
@@ -483,7 +505,7 @@ def decode_row(Layout layout not None, Program program not None, data, start, en
         layout.busy = True
     try:
         _rewind(S, layout.nslots)
-        rc = pc_avro_decode(S, &program.plan, NULL, p, &st, &en, NULL, 0, NULL, 1, 0, 0, &errs)
+        rc = pc_avro_decode(S, &program.plan, NULL, p, &st, &en, NULL, 0, NULL, NULL, 1, 0, 0, &errs)
         if rc == -1:
             raise MemoryError("pulsar_codec: out of memory while decoding Avro")
         if rc == 1:

@@ -22,8 +22,10 @@ Contract shared with the compiled twin
     is ``data[starts[i]:ends[i]]``; ``validity`` (bool array or None) marks null payloads;
     ``plan_ids`` (int array or None = all 0). Rows are numbered across segments. ``starts`` may
     also be an int ``skip``: then ``ends`` holds the n + 1 offsets (int32 or int64) of framed
-    messages whose ``skip``-byte prefix was already checked, and payload ``i`` is
-    ``data[ends[i] + skip:ends[i + 1]]``. ``keep_going`` False: stop at the first bad row; True: a
+    messages with a ``skip``-byte prefix, and payload ``i`` is ``data[ends[i] + skip:ends[i + 1]]``;
+    an optional sixth item ``prefix`` (``skip`` bytes, or None: already checked) is the prefix every
+    non-null message must begin with, and when one does not, ``decode`` returns ``(None, None)``
+    (the caller then takes the batch apart message by message). ``keep_going`` False: stop at the first bad row; True: a
     bad row becomes a null row and decoding goes on. ``hints``: optional ``[(b1_bytes_per_row,
     b2_bytes_per_row), ...]`` per slot from an earlier batch; the compiled twin sizes its builders
     with them, this twin has nothing to pre-size and ignores them.
@@ -51,6 +53,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
+from . import wire_py
 from ._typing import AnyArray, KernelError
 from .defs import (
     AVRO_BAD_BOOLEAN,
@@ -801,11 +804,18 @@ def decode_row(layout: Layout, program: Program, data: Any, start: int, end: int
 def decode(
     layout: Layout,
     programs: Sequence[Program],
-    segments: Sequence[tuple[Any, Any, Any, AnyArray | None, AnyArray | None]],
+    segments: Sequence[tuple[Any, ...]],
     keep_going: bool,
     hints: Sequence[tuple[float, float]] | None = None,
-) -> tuple[list[KernelError], list[SlotOutput]]:
+) -> tuple[list[KernelError], list[SlotOutput]] | tuple[None, None]:
     """Decode every payload of ``segments``; see the module docstring for the contract."""
+    for seg in segments:
+        prefix = seg[5] if len(seg) > 5 else None
+        if prefix is not None and isinstance(seg[1], int):
+            if len(prefix) != seg[1]:
+                raise ValueError(f"a prefix of {len(prefix)} bytes for a skip of {seg[1]}")
+            if not wire_py.same_bytes(seg[0], seg[2], seg[3], 0, prefix):
+                return None, None
     B = [_Builder(spec) for spec in layout.specs]
     budget = [ZERO_SIZE_ITEM_LIMIT]
     roots = [_compile(p.ops, p.kids, B, budget) for p in programs]
@@ -814,7 +824,7 @@ def decode(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        for data, starts, ends, validity, plan_ids in segments:
+        for data, starts, ends, validity, plan_ids, *_ in segments:
             buf = bytes(data)
             if isinstance(starts, int):
                 offs = np.asarray(ends, dtype=np.int64)

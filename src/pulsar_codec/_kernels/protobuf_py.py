@@ -831,4 +831,5 @@ def decode(
             break
         row0 += rows
     avro_errors, outputs = avro_py.decode(layout, [avro_program], avro_segments, keep_going, hints)
+    assert avro_errors is not None and outputs is not None  # no segment carries a prefix to check
     return errors, outputs, (avro_errors[0] if avro_errors else None)

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 import pyarrow as pa
 
+from .._kernels import _backend
 from ..errors import error_for
 
 __all__ = [
@@ -21,9 +22,11 @@ __all__ = [
     "DecodePlan",
     "PayloadEncoder",
     "PayloadFormat",
+    "PrefixMismatch",
     "RowError",
     "Segment",
     "check_on_error",
+    "check_prefixes",
     "errors_table",
 ]
 
@@ -52,6 +55,11 @@ class Segment(NamedTuple):
     plan_ids : np.ndarray or None
         int32 per row: which of the plans passed to :meth:`PayloadFormat.decode` reads the row;
         None means plan 0 for every row.
+    prefix : bytes or None
+        With an int ``starts``: the ``starts`` bytes every non-null message must begin with (one
+        schema id for the whole batch, seen in its first message); a format meeting a message that
+        does not raises :class:`PrefixMismatch` (see :func:`check_prefixes`). None: the prefixes
+        were checked before.
     """
 
     data: pa.Buffer
@@ -59,6 +67,7 @@ class Segment(NamedTuple):
     ends: np.ndarray
     validity: np.ndarray | None
     plan_ids: np.ndarray | None
+    prefix: bytes | None = None
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """``(starts, ends)`` as two int64 arrays of one entry per row, whichever form is stored."""
@@ -66,6 +75,25 @@ class Segment(NamedTuple):
             offsets = np.asarray(self.ends, dtype=np.int64)
             return offsets[:-1] + int(self.starts), offsets[1:]
         return np.asarray(self.starts, dtype=np.int64), np.asarray(self.ends, dtype=np.int64)
+
+
+class PrefixMismatch(Exception):
+    """A message of a segment does not begin with the segment's ``prefix``: the batch does not
+    have one schema id after all, and the pipeline decodes it again message by message. Raised
+    by :meth:`PayloadFormat.decode`; never reaches users."""
+
+
+def check_prefixes(segments: Sequence[Segment]) -> None:
+    """Raise :class:`PrefixMismatch` unless every non-null message of ``segments`` begins with its
+    segment's ``prefix``: for formats whose kernels do not check it while decoding (called in the
+    decoding thread, so a batch split among threads checks its parts side by side)."""
+    kernels = _backend.active().wire
+    for seg in segments:
+        if seg.prefix is not None and isinstance(seg.starts, (int, np.integer)):
+            if len(seg.prefix) != int(seg.starts):
+                raise ValueError(f"a prefix of {len(seg.prefix)} bytes for a skip of {seg.starts}")
+            if not kernels.same_bytes(seg.data, seg.ends, seg.validity, 0, seg.prefix):
+                raise PrefixMismatch()
 
 
 class Decoded(NamedTuple):

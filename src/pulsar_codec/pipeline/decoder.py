@@ -25,7 +25,16 @@ from .._cache import LRU
 from .._unframe import inflate_chunks, registry_key, row_keys, single_id, unframe_parts, wide
 from ..errors import ErrorCode, SchemaError, SchemaNotFoundError, error_for, raise_for
 from ..formats import format_of_model, get_format
-from ..formats.base import Decoded, DecodePlan, PayloadFormat, Segment, check_on_error, errors_table
+from ..formats.base import (
+    Decoded,
+    DecodePlan,
+    PayloadFormat,
+    PrefixMismatch,
+    Segment,
+    check_on_error,
+    check_prefixes,
+    errors_table,
+)
 from ..registry.lookup import RegistrySource, fetch_schema, portable
 from ._common import DEFAULT_CACHE_SIZE, ParsedSchema, latest_version, lone_subject
 
@@ -188,8 +197,8 @@ def _rows_of(seg: Segment, lo: int, hi: int) -> Segment:
     valid = None if seg.validity is None else seg.validity[lo:hi]
     plan_ids = None if seg.plan_ids is None else seg.plan_ids[lo:hi]
     if isinstance(seg.starts, (int, np.integer)):
-        return Segment(seg.data, seg.starts, seg.ends[lo : hi + 1], valid, plan_ids)
-    return Segment(seg.data, seg.starts[lo:hi], seg.ends[lo:hi], valid, plan_ids)
+        return seg._replace(ends=seg.ends[lo : hi + 1], validity=valid, plan_ids=plan_ids)
+    return seg._replace(starts=seg.starts[lo:hi], ends=seg.ends[lo:hi], validity=valid, plan_ids=plan_ids)
 
 
 def _concat(batches: list[pa.RecordBatch], pool: ThreadPoolExecutor) -> pa.RecordBatch:
@@ -599,53 +608,73 @@ class MessageDecoder:
         chunks = inflate_chunks(chunks, protocol, keep_going, wire_errors)  # zlib AWS Glue bodies
         single = single_id(chunks, protocol)
         if single is not None:
-            # one schema id (and for Protobuf one message-index path), every prefix valid and of one
-            # size: the payload format skips the prefix itself
+            # the first message's schema id (and for Protobuf message-index path), shared by the last:
+            # the payload format checks every other prefix while it decodes, and skips it
             if self._protobuf_ids(single.ids):
                 return self._decode_chunks(chunks, total)
             single_keys = single.ids if single.path is None else [_Pathed(k, single.path) for k in single.ids]
-            resolved = self._resolve(single_keys, keep_going)
-            if self._protobuf_prefix(resolved):
-                return self._decode_chunks(chunks, total)
-            skip = single.skip
-            segments = []
-            for c in chunks:
-                valid = c.validity
+            segments = [Segment(c.data, single.skip, c.offsets, c.validity, None, single.prefix) for c in chunks]
+            try:
+                try:
+                    resolved = self._resolve(single_keys, keep_going)
+                except (SchemaNotFoundError, SchemaError):
+                    check_prefixes(segments)  # the error is the batch's only when no message is worse off
+                    raise
+                if self._protobuf_prefix(resolved):
+                    return self._decode_chunks(chunks, total)
                 if resolved.bad:  # the one id is unknown or unreadable: every message is an error row
-                    ones = np.zeros(c.length, dtype=np.int32)
-                    valid = _drop_bad_rows(resolved, ones, c.validity, c.row, wire_errors)
-                segments.append(Segment(c.data, skip, c.offsets, valid, None))
-        else:
-            parts = [unframe_parts(c, protocol, keep_going, wire_errors) for c in chunks]
-            keys = [row_keys(protocol, *p[:4]) for p in parts]
-            paths = None
-            if protocol.protobuf:
-                keys, paths = _with_paths(keys, [p[6] for p in parts])
-            live = [k if p[5] is None else k[p[5]] for k, p in zip(keys, parts)]
-            unique = _distinct(live)
-            first = next((int(np.searchsorted(unique, k[0])) for k in live if len(k)), None)
-            unique_keys: list[Any] = list(unique)
-            if paths is not None and unique.dtype.names is not None and "p" in unique.dtype.names:
-                unique_keys = [_Pathed(u["k"], paths[int(u["p"])]) for u in unique_keys]
-            elif paths is not None:  # one path for every row
-                unique_keys = [_Pathed(u, paths[0] if paths else None) for u in unique_keys]
-            if self._protobuf_ids(list(unique)):
-                return self._decode_chunks(chunks, total)
-            resolved = self._resolve(unique_keys, keep_going, first)
-            if self._protobuf_prefix(resolved):
-                return self._decode_chunks(chunks, total)
-            segments = []
-            for chunk, k, (_, _, _, _, starts, valid, _) in zip(chunks, keys, parts):
-                plan_ids = None
-                if len(resolved.plans) > 1 or resolved.bad:
-                    plan_ids = np.searchsorted(unique, k).astype(np.int32)
-                    if valid is not None:
-                        plan_ids[~valid] = 0
-                    if resolved.bad:
-                        valid = _drop_bad_rows(resolved, plan_ids, valid, chunk.row, wire_errors)
-                    if len(resolved.plans) == 1:
-                        plan_ids = None
-                segments.append(Segment(chunk.data, starts, wide(chunk).offsets[1:], valid, plan_ids))
+                    check_prefixes(segments)
+                    segments = [
+                        seg._replace(validity=self._all_bad(resolved, c, wire_errors))
+                        for seg, c in zip(segments, chunks)
+                    ]
+                return self._run(resolved, segments, wire_errors, total)
+            except PrefixMismatch:
+                pass  # another id further in: the batch is taken apart message by message below
+        return self._decode_general(chunks, total, wire_errors)
+
+    def _all_bad(self, resolved: _Resolved, chunk: Chunk, wire_errors: list[tuple[Any, ...]]) -> np.ndarray | None:
+        """The validity of a chunk of the one-id path whose id the registry cannot read: every
+        message an error row (reported in ``wire_errors``)."""
+        ones = np.zeros(chunk.length, dtype=np.int32)
+        return _drop_bad_rows(resolved, ones, chunk.validity, chunk.row, wire_errors)
+
+    def _decode_general(
+        self, chunks: list[Chunk], total: int, wire_errors: list[tuple[Any, ...]]
+    ) -> pa.RecordBatch | Decoded:
+        """Decode a batch unframed message by message (several ids, bad prefixes)."""
+        keep_going = self._keep_going
+        protocol = self.protocol
+        parts = [unframe_parts(c, protocol, keep_going, wire_errors) for c in chunks]
+        keys = [row_keys(protocol, *p[:4]) for p in parts]
+        paths = None
+        if protocol.protobuf:
+            keys, paths = _with_paths(keys, [p[6] for p in parts])
+        live = [k if p[5] is None else k[p[5]] for k, p in zip(keys, parts)]
+        unique = _distinct(live)
+        first = next((int(np.searchsorted(unique, k[0])) for k in live if len(k)), None)
+        unique_keys: list[Any] = list(unique)
+        if paths is not None and unique.dtype.names is not None and "p" in unique.dtype.names:
+            unique_keys = [_Pathed(u["k"], paths[int(u["p"])]) for u in unique_keys]
+        elif paths is not None:  # one path for every row
+            unique_keys = [_Pathed(u, paths[0] if paths else None) for u in unique_keys]
+        if self._protobuf_ids(list(unique)):
+            return self._decode_chunks(chunks, total)
+        resolved = self._resolve(unique_keys, keep_going, first)
+        if self._protobuf_prefix(resolved):
+            return self._decode_chunks(chunks, total)
+        segments = []
+        for chunk, k, (_, _, _, _, starts, valid, _) in zip(chunks, keys, parts):
+            plan_ids = None
+            if len(resolved.plans) > 1 or resolved.bad:
+                plan_ids = np.searchsorted(unique, k).astype(np.int32)
+                if valid is not None:
+                    plan_ids[~valid] = 0
+                if resolved.bad:
+                    valid = _drop_bad_rows(resolved, plan_ids, valid, chunk.row, wire_errors)
+                if len(resolved.plans) == 1:
+                    plan_ids = None
+            segments.append(Segment(chunk.data, starts, wide(chunk).offsets[1:], valid, plan_ids))
         return self._run(resolved, segments, wire_errors, total)
 
     def _run(

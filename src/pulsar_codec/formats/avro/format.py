@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from ..._kernels import _backend
 from ...errors import raise_for
-from ..base import RowError, Segment
+from ..base import PrefixMismatch, RowError, Segment
 from ._assemble import assemble, nbytes
 from ._pyvalues import row_shapes
 from .encoder import Encoder, schema_from_arrow
@@ -72,10 +72,13 @@ def _size_hints(outputs: list[Any]) -> list[tuple[float, float]] | None:
 def run(
     layout: Layout, plans: Sequence[AvroPlan], segments: Sequence[Any], keep_going: bool
 ) -> tuple[list[RowError], pa.RecordBatch]:
-    """Run the active kernel over ``segments`` and assemble the batch; returns (errors, batch)."""
+    """Run the active kernel over ``segments`` and assemble the batch; returns (errors, batch).
+    The kernel checks the segments' ``prefix`` itself (:class:`PrefixMismatch` when one differs)."""
     kernels = _backend.active().avro
     programs = [p.kernel_program(kernels) for p in plans]
     errors, outputs = kernels.decode(kernel_layout(layout, kernels), programs, segments, keep_going, layout.hints)
+    if errors is None or outputs is None:
+        raise PrefixMismatch()
     return errors, finish(layout, outputs)
 
 

@@ -41,7 +41,7 @@ from ..._kernels.defs import (
 from ...errors import ErrorCode, SchemaError, raise_for
 from ..avro.format import AvroPlan, finish, kernel_layout, run
 from ..avro.plan import Layout, build_plan
-from ..base import RowError, Segment
+from ..base import RowError, Segment, check_prefixes
 from .mapping import JsonMapping, build_json_layout, map_model
 from .schema import JsonSchemaModel, parse, resolve_references
 
@@ -228,6 +228,7 @@ class JsonFormat:
         plan = plans[0]
         if any(p.layout is not plan.layout for p in plans):
             raise ValueError("plans decoded together must share one reader (build them with base=)")
+        check_prefixes(segments)  # one schema id seen in the batch's first message: every one has it
         if plan.model.validate:
             return _decode_validated(plan, segments, keep_going)
         backend = _backend.active()
