@@ -33,7 +33,6 @@ import itertools
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -42,9 +41,10 @@ from pathlib import Path
 
 import pytest
 
+from pulsar_codec.cli._broker import HOST, accepts, free_port, write_config
+
 __all__ = ["Broker", "find_binary", "pulsar_broker", "pulsar_client", "pulsar_topic", "start_broker"]
 
-HOST = "127.0.0.1"
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 
@@ -87,34 +87,6 @@ def find_binary() -> str:
     return pulsar_lite.binary_finder.find_pulsar_lite_binary()
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def _write_config(workdir: Path, port: int, default_partitions: int = 0) -> Path:
-    config = workdir / "pulsar-lite.toml"
-    data = workdir / "data"
-    config.write_text(
-        f'addr = "{HOST}:{port}"\n'
-        f'db_path = "{data}"\n'
-        f"default_partitions = {int(default_partitions)}\n"
-        "\n"
-        "[metrics]\n"
-        "enabled = false\n"
-    )
-    return config
-
-
-def _accepts(port: int) -> bool:
-    try:
-        with socket.create_connection((HOST, port), timeout=0.25):
-            return True
-    except OSError:
-        return False
-
-
 def start_broker(
     workdir: Path, *, binary: str | None = None, timeout: float = READY_TIMEOUT_S, default_partitions: int = 0
 ) -> Broker:
@@ -137,8 +109,8 @@ def start_broker(
     workdir.mkdir(parents=True, exist_ok=True)
     failures = []
     for attempt in range(3):
-        port = _free_port()
-        config = _write_config(workdir, port, default_partitions)
+        port = free_port()
+        config = write_config(workdir, port, default_partitions)
         log_path = workdir / f"broker-{attempt}.log"
         command = [binary, "--config", str(config), "--log-level", "info"]
         env = {k: v for k, v in os.environ.items() if k != "RUST_LOG"}
@@ -148,9 +120,9 @@ def start_broker(
             )
         broker = Broker(process=process, port=port, workdir=workdir, log_path=log_path, command=command)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and process.poll() is None and not _accepts(port):
+        while time.monotonic() < deadline and process.poll() is None and not accepts(port):
             time.sleep(0.05)
-        if process.poll() is None and _accepts(port):
+        if process.poll() is None and accepts(port):
             log = broker.log_text()
             if "Metrics endpoint" in log:
                 broker.stop()

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BrokerUnavailable", "LiteBroker", "produce", "start_lite"]
+__all__ = ["BrokerUnavailable", "LiteBroker", "accepts", "free_port", "produce", "start_lite", "write_config"]
 
 HOST = "127.0.0.1"
 
@@ -69,19 +69,35 @@ class LiteBroker:
         self.stop()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port on 127.0.0.1 that was free a moment ago (another process may take it before use)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))
         port: int = s.getsockname()[1]
         return port
 
 
-def _accepts(port: int) -> bool:
+def accepts(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:``port``."""
     try:
         with socket.create_connection((HOST, port), timeout=0.25):
             return True
     except OSError:
         return False
+
+
+def write_config(workdir: Path, port: int, default_partitions: int = 0) -> Path:
+    """Write ``<workdir>/pulsar-lite.toml``: listen on 127.0.0.1:``port``, keep data in
+    ``<workdir>/data``, metrics off; ``default_partitions`` > 0 makes every auto-created topic
+    partitioned. Returns the file's path."""
+    config = workdir / "pulsar-lite.toml"
+    config.write_text(
+        f'addr = "{HOST}:{port}"\n'
+        f'db_path = "{workdir / "data"}"\n'
+        f"default_partitions = {int(default_partitions)}\n"
+        "\n[metrics]\nenabled = false\n"
+    )
+    return config
 
 
 def start_lite(workdir: str | os.PathLike[str], timeout: float = 30.0) -> LiteBroker:
@@ -106,11 +122,8 @@ def start_lite(workdir: str | os.PathLike[str], timeout: float = 30.0) -> LiteBr
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(workdir / "data", ignore_errors=True)
-    port = _free_port()
-    config = workdir / "pulsar-lite.toml"
-    config.write_text(
-        f'addr = "{HOST}:{port}"\ndb_path = "{workdir / "data"}"\ndefault_partitions = 0\n\n[metrics]\nenabled = false\n'
-    )
+    port = free_port()
+    config = write_config(workdir, port)
     env = {k: v for k, v in os.environ.items() if k != "RUST_LOG"}
     with open(workdir / "broker.log", "wb") as log:
         process = subprocess.Popen(
@@ -123,9 +136,9 @@ def start_lite(workdir: str | os.PathLike[str], timeout: float = 30.0) -> LiteBr
         )
     broker = LiteBroker(process, port, workdir)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and process.poll() is None and not _accepts(port):
+    while time.monotonic() < deadline and process.poll() is None and not accepts(port):
         time.sleep(0.05)
-    if process.poll() is None and _accepts(port):
+    if process.poll() is None and accepts(port):
         return broker
     broker.stop()
     raise BrokerUnavailable(f"pulsar-lite did not start on {HOST}:{port}:\n{broker.log_text()[-2000:]}")
