@@ -36,6 +36,8 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 
 import numpy as np
 
+from ._segments import prepare
+
 from . cimport defs
 from .defs cimport pc_error
 from .avro_c cimport (
@@ -2276,33 +2278,13 @@ def decode(program, layout, avro_program, segments, keep_going, hints=None):
         S = _new_slots(lay)
         c.S = S
         c.actx.slots = S
-        prepared = []
-        for seg in segments:
-            data, starts, ends, validity = seg
-            view = memoryview(data).cast("B") if len(memoryview(data)) else memoryview(b"\0")
-            st = np.ascontiguousarray(starts, dtype=np.int64)
-            en = np.ascontiguousarray(ends, dtype=np.int64)
-            if len(en) != len(st):
-                raise ValueError("starts and ends differ in length")
-            valid = None if validity is None else np.ascontiguousarray(validity, dtype=bool).view(np.uint8)
-            if valid is not None and len(valid) < len(st):
-                raise ValueError("validity is shorter than the rows")
-            size = len(view) if len(memoryview(data)) else 0
-            outside = (st < 0) | (en < st) | (en > size)
-            if valid is not None:
-                outside &= valid[: len(st)].view(bool)  # the bounds of null rows are never read
-            if outside.any():
-                i = int(np.argmax(outside))
-                raise ValueError(f"row {i} [{st[i]}, {en[i]}) is outside the data ({size} bytes)")
-            prepared.append((view, st, en, valid))
-            total += len(st)
+        prepared, total = prepare(segments, True)  # per-row starts, bounds checked: the loop trusts them
         _reserve_all(S, lay.nslots, total if total > 16 else 16, hints)
         c.out.cap = 256
         c.out.p = <uint8_t *> malloc(<size_t> c.out.cap)
         if c.out.p == NULL:
             raise MemoryError()
-        for view, st, en, valid in prepared:
-            n = len(st)
+        for view, st, en, _, n, _, valid in prepared:
             if n == 0:
                 continue
             buf = view

@@ -35,6 +35,8 @@ from cpython.buffer cimport PyBuffer_FillInfo
 
 import numpy as np
 
+from ._segments import prepare
+
 from . cimport defs
 from .defs cimport pc_error
 from .avro_c cimport (
@@ -2277,29 +2279,7 @@ def decode(program, layout, avro_program, segments, keep_going, hints=None):
         S = _new_slots(lay)
         c.S = S
         c.actx.slots = S
-        prepared = []
-        for seg in segments:
-            data, starts, ends, validity = seg
-            view = memoryview(data).cast("B") if len(memoryview(data)) else memoryview(b"\0")
-            en = np.ascontiguousarray(ends, dtype=np.int64)
-            if isinstance(starts, (int, np.integer)):  # offsets and a prefix size
-                st = None
-                skip = int(starts)
-                rows = len(en) - 1
-                if rows < 0:
-                    raise ValueError("offsets need at least one entry")
-            else:
-                st = np.ascontiguousarray(starts, dtype=np.int64)
-                skip = 0
-                rows = len(st)
-                if len(en) != rows:
-                    raise ValueError("starts and ends differ in length")
-            valid = None if validity is None else np.ascontiguousarray(validity, dtype=bool).view(np.uint8)
-            if valid is not None and len(valid) < rows:
-                raise ValueError("validity is shorter than the rows")
-            size = len(view) if len(memoryview(data)) else 0
-            prepared.append((view, st, en, skip, rows, size, valid))
-            total += rows
+        prepared, total = prepare(segments, False)  # the C loop checks each row's bounds
         _reserve_all(S, lay.nslots, total if total > 16 else 16, hints)
         c.out.cap = 256
         c.out.p = <uint8_t *> malloc(<size_t> c.out.cap)
