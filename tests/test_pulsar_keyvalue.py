@@ -252,9 +252,10 @@ def test_keyvalue_columns_inline(backend):
 
 
 def test_package_names_resolve_to_their_modules():
-    from pulsar_codec.pulsar import client, reader, schema_info, topic
+    from pulsar_codec.pulsar import admin, client, reader, schema_info, topic
 
     homes = {
+        admin: ["PulsarAdminError", "TopicPattern", "matching_topics", "namespace_topics"],
         client: ["ExternalSchema", "ExternalSchemaAdapter", "KeyValue", "KeyValueSchema", "send_keyvalue"],
         reader: ["MESSAGE_SCHEMA", "dump_to_parquet", "keyvalue_columns", "read_batches"],
         topic: ["TopicDecoder", "read_decoded"],
