@@ -17,12 +17,27 @@ Options
 (default true; false only looks the schema up); ``key_column`` (a string column sent as the
 partition key; null sends none); ``timeout_ms``.
 
+KeyValue topics: ``keyvalue`` (``INLINE`` or ``SEPARATED``, as the source reads them);
+``key_subject`` (default ``<topic>-key``), ``key_schema`` (the key's writer schema text) and
+``key_format`` (default ``format``) settle the key as ``subject``, ``schema`` and ``format`` do the
+value (``use_latest``, ``auto_register`` and ``protocol`` apply to both); ``key_encoding``
+(SEPARATED: ``base64``, the default, as Java writes the partition key, or ``raw``, the key's UTF-8
+text as the C++ client writes it). ``key_column`` is refused with ``keyvalue``.
+
 What is encoded
 ---------------
 The ``value`` column when there is one: a struct is a record, another type a message of that type,
 and a binary ``value`` is sent as it is (already framed; no registry needed). Without a ``value``
 column, every column but ``key_column`` makes the record. A null value is a null-value message
 (a tombstone).
+
+With ``keyvalue``, the DataFrame needs a ``key`` and a ``value`` column (other columns are not
+sent); each is encoded as above (a binary one is sent as it is) and framed with ``protocol``.
+INLINE sends ``i32 len || key || i32 len || value`` as the payload (Java's layout: a null key or
+value is length -1, the message itself is never null); SEPARATED sends the framed value as the
+payload (a null value is a null-value message) and the framed key as the partition key (a null key
+sends none). pulsar-client cannot set ``partition_key_b64_encoded``, so Base64 keys travel without
+that flag: readers are told with ``key_encoding=base64`` (the source's default).
 
 Delivery
 --------
@@ -42,17 +57,26 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from ... import wire
+from ... import keyvalue, wire
 from ..._kernels import _backend
-from ...errors import PulsarCodecError
+from ...errors import EncodeError, PulsarCodecError
+from ...keyvalue import KeyValueEncodingType
 from ...pipeline import MessageEncoder
 from ...pipeline._common import latest_version
+from ...pulsar._sdk import check_key_encoding
 from .encode import EncodeJob, _body_schema, _writer_text
 from .executor import shared_encoder, use_backend
 from .pulsar_offsets import shared_client, split_partition
 from .pulsar_options import flag, full_topic, positive_int, registry_config, required
 
-__all__ = ["PulsarBatchWriter", "PulsarCommitMessage", "PulsarStreamWriter", "SinkPlan"]
+__all__ = [
+    "PartEncoder",
+    "PulsarBatchWriter",
+    "PulsarCommitMessage",
+    "PulsarStreamWriter",
+    "SinkPlan",
+    "partition_keys",
+]
 
 _log = logging.getLogger("pulsar_codec")
 
@@ -73,6 +97,129 @@ class PulsarCommitMessage(WriterCommitMessage):
 
 
 @dataclass(frozen=True)
+class PartEncoder:
+    """How one part of the messages (the value, or a KeyValue key) becomes framed bytes.
+
+    Attributes
+    ----------
+    encoder : MessageEncoder or None
+        Fixed to the part's writer schema and its id; None when the column is binary (sent as it is).
+    cache_key : tuple
+        Equal keys share one encoder per executor process.
+    """
+
+    encoder: MessageEncoder | None
+    cache_key: tuple[Any, ...] = ()
+
+    @classmethod
+    def settle(
+        cls,
+        registry: Any,
+        options: Mapping[str, str],
+        part: str,
+        spark_type: Any,
+        topic: str,
+        protocol: wire.Protocol,
+    ) -> PartEncoder:
+        """Register the writer schema of one part (or take its subject's latest version), on the driver.
+
+        The value reads the options ``subject``, ``schema`` and ``format``; a KeyValue key reads
+        ``key_subject``, ``key_schema`` and ``key_format`` (default ``format``). The subject
+        defaults to ``<topic>-<part>``, the topic's local name.
+        """
+        prefix = "" if part == "value" else "key_"
+        fmt = options.get(f"{prefix}format") or options.get("format") or None
+        subject = options.get(f"{prefix}subject") or split_partition(topic)[0].rsplit("/", 1)[-1] + f"-{part}"
+        if flag(options, "use_latest", False):
+            schema_id, fetched = latest_version(registry, subject)
+            text = fetched.schema if isinstance(fetched.schema, str) else str(fetched.schema)
+            fmt = fmt or fetched.schema_type
+        else:
+            body, is_struct = _body_schema(spark_type)
+            text = _writer_text(body, is_struct, subject, options.get(f"{prefix}schema"), fmt)
+            registering = MessageEncoder(
+                registry,
+                subject,
+                protocol=protocol,
+                schema=text,
+                format=fmt,
+                auto_register=flag(options, "auto_register", True),
+            )
+            schema_id, _ = registering.encode_payloads(body.empty_table())
+        schema_id = int(schema_id)
+        encoder = MessageEncoder({}, subject, protocol=protocol, schema=text, schema_id=schema_id, format=fmt)
+        return cls(encoder, (text, schema_id, protocol.name, fmt))
+
+    def local(self) -> MessageEncoder | None:
+        """This executor process's encoder (shared by the tasks that bring equal ones)."""
+        return None if self.encoder is None else shared_encoder(self.cache_key, self.encoder)
+
+    def framed(self, column: pa.Array, encoder: MessageEncoder | None, backend: str) -> pa.Array:
+        """The framed messages of a column (``encoder`` from :meth:`local`); a null row stays null."""
+        if encoder is None:
+            return column
+        job = EncodeJob(encoder, self.cache_key, "value", "value", backend)
+        framed: pa.Array = job.encode_batch(pa.RecordBatch.from_arrays([column], ["value"]), encoder).column("value")
+        return framed
+
+
+def _keyvalue_options(options: Mapping[str, str], names: list[str]) -> tuple[str | None, str]:
+    """The KeyValue encoding (``keyvalue``) and ``key_encoding``, checked against the columns."""
+    kv = options.get("keyvalue") or None
+    if kv is None:
+        for option in ("key_subject", "key_schema", "key_format", "key_encoding"):
+            if options.get(option):
+                raise ValueError(f'the option {option!r} applies to KeyValue topics: give the option "keyvalue" too')
+        return None, "base64"
+    encoding = KeyValueEncodingType.parse(kv).name
+    key_encoding = check_key_encoding(options.get("key_encoding") or "base64")
+    if key_encoding != "base64" and encoding != "SEPARATED":
+        raise ValueError(f"key_encoding={key_encoding!r} applies to SEPARATED KeyValue topics, not {encoding}")
+    if options.get("key_column"):
+        raise ValueError(
+            'key_column and keyvalue exclude each other: a KeyValue topic\'s key is the "key" column, '
+            "encoded with its schema (drop key_column)"
+        )
+    missing = [name for name in ("key", "value") if name not in names]
+    if missing:
+        raise ValueError(
+            f'keyvalue={encoding} writes the columns "key" and "value"; the DataFrame has no '
+            f"{' or '.join(repr(m) for m in missing)} column ({', '.join(names)})"
+        )
+    return encoding, key_encoding
+
+
+def partition_keys(keys: pa.Array, key_encoding: str) -> list[str | None]:
+    """The partition keys of SEPARATED KeyValue messages from their framed keys (None: a null key).
+
+    ``base64``: standard Base64 text, as Java producers write it (the Python client cannot set
+    ``partition_key_b64_encoded``, so readers are told with ``key_encoding=base64``). ``raw``: the
+    key's UTF-8 text, as the C++ client writes it.
+
+    Raises
+    ------
+    EncodeError
+        ``raw`` and a key that is not UTF-8 text (index = row in the batch).
+    """
+    found: list[str | None] = []
+    for i, key in enumerate(keys.to_pylist()):
+        if key is None:
+            found.append(None)
+        elif key_encoding == "base64":
+            found.append(keyvalue.encode_partition_key(key)[0])
+        else:
+            try:
+                found.append(key.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise EncodeError(
+                    f"key {i} is not UTF-8 text, which key_encoding=raw sends as the partition key: "
+                    "use key_encoding=base64",
+                    index=i,
+                ) from None
+    return found
+
+
+@dataclass(frozen=True)
 class SinkPlan:
     """Everything a write task needs, settled on the driver.
 
@@ -82,10 +229,14 @@ class SinkPlan:
         The options (``topic`` in full).
     value_column : str or None
         The column encoded (``value``), or None: every column but ``key_column``.
-    encoder : MessageEncoder or None
-        Fixed to the writer schema and its id; None when ``value`` is binary (sent as it is).
-    cache_key : tuple
-        Equal keys share one encoder per executor process.
+    value : PartEncoder
+        How the value column becomes framed payloads.
+    key : PartEncoder or None
+        KeyValue topics: how the ``key`` column becomes framed keys.
+    keyvalue : {"INLINE", "SEPARATED"} or None
+        The KeyValue encoding (option ``keyvalue``).
+    key_encoding : {"base64", "raw"}
+        How SEPARATED keys are written in the partition key.
     backend : str
         The kernels the driver ran.
     """
@@ -94,21 +245,24 @@ class SinkPlan:
     topic: str
     key_column: str | None
     value_column: str | None
-    encoder: MessageEncoder | None
-    cache_key: tuple[Any, ...]
+    value: PartEncoder
     timeout_ms: int
+    key: PartEncoder | None = None
+    keyvalue: str | None = None
+    key_encoding: str = "base64"
     backend: str = field(default_factory=lambda: _backend.active().name)
 
     @classmethod
     def from_options(cls, options: Mapping[str, str], schema: Any, overwrite: bool) -> SinkPlan:
-        """Read the options and settle the writer schema (registered here, on the driver)."""
+        """Read the options and settle the writer schemas (registered here, on the driver)."""
         from pyspark.sql.types import BinaryType, StringType, StructType
 
         if overwrite:
             raise ValueError('format("pulsar") appends to a topic; it cannot overwrite one (use mode "append")')
         topic = full_topic(required(options, "topic"))
-        key_column = options.get("key_column") or None
         names = schema.fieldNames()
+        kv, key_encoding = _keyvalue_options(options, names)
+        key_column = options.get("key_column") or None
         if key_column is not None:
             if key_column not in names:
                 raise ValueError(f"key_column {key_column!r} is not a column ({', '.join(names)})")
@@ -122,61 +276,64 @@ class SinkPlan:
             if not rest:
                 raise ValueError("nothing to encode: the DataFrame has no column besides the key")
             value_type = StructType(rest)
+        parts = {"value": value_type}
+        if kv is not None:
+            parts = {"key": schema["key"].dataType, **parts}
         timeout_ms = positive_int(options, "timeout_ms", DEFAULT_TIMEOUT_MS) or DEFAULT_TIMEOUT_MS
         service_url = required(options, "service_url")
-        if isinstance(value_type, BinaryType):
-            return cls(service_url, topic, key_column, value_column, None, (), timeout_ms)
-        config = registry_config(options)
-        if config is None:
-            raise ValueError('format("pulsar") encodes with a registry: give the option "registry"')
-        protocol = wire.protocol_by_name(options.get("protocol") or wire.CONFLUENT)
-        fmt = options.get("format") or None
-        subject = options.get("subject") or split_partition(topic)[0].rsplit("/", 1)[-1] + "-value"
-        registry = config.build()
-        try:
-            if flag(options, "use_latest", False):
-                schema_id, fetched = latest_version(registry, subject)
-                text = fetched.schema if isinstance(fetched.schema, str) else str(fetched.schema)
-                fmt = fmt or fetched.schema_type
-            else:
-                body, is_struct = _body_schema(value_type)
-                text = _writer_text(body, is_struct, subject, options.get("schema"), fmt)
-                registering = MessageEncoder(
-                    registry,
-                    subject,
-                    protocol=protocol,
-                    schema=text,
-                    format=fmt,
-                    auto_register=flag(options, "auto_register", True),
-                )
-                schema_id, _ = registering.encode_payloads(body.empty_table())
-        finally:
-            registry.close()
-        schema_id = int(schema_id)
-        encoder = MessageEncoder({}, subject, protocol=protocol, schema=text, schema_id=schema_id, format=fmt)
+        encoders = {part: PartEncoder(None) for part, t in parts.items() if isinstance(t, BinaryType)}
+        if len(encoders) < len(parts):
+            config = registry_config(options)
+            if config is None:
+                raise ValueError('format("pulsar") encodes with a registry: give the option "registry"')
+            protocol = wire.protocol_by_name(options.get("protocol") or wire.CONFLUENT)
+            registry = config.build()
+            try:
+                for part, spark_type in parts.items():
+                    if part not in encoders:
+                        encoders[part] = PartEncoder.settle(registry, options, part, spark_type, topic, protocol)
+            finally:
+                registry.close()
         return cls(
-            service_url, topic, key_column, value_column, encoder, (text, schema_id, protocol.name, fmt), timeout_ms
+            service_url,
+            topic,
+            key_column,
+            value_column,
+            encoders["value"],
+            timeout_ms,
+            key=encoders.get("key"),
+            keyvalue=kv,
+            key_encoding=key_encoding,
         )
 
     # -- the executors' part --------------------------------------------------------------------
 
-    def _framed(self, batch: pa.RecordBatch, encoder: MessageEncoder | None) -> pa.Array:
+    def messages(
+        self, batch: pa.RecordBatch, value: MessageEncoder | None, key: MessageEncoder | None
+    ) -> tuple[list[bytes | None], list[str | None]]:
+        """The payloads (None: a null value) and partition keys (None: none) of one batch's rows."""
+        n = batch.num_rows
         if self.value_column is not None:
             values = batch.column(self.value_column)
         else:
             keep = [name for name in batch.schema.names if name != self.key_column]
             values = pa.StructArray.from_arrays([batch.column(name) for name in keep], names=keep)
-        if encoder is None:
-            return values
-        job = EncodeJob(encoder, self.cache_key, "value", "value", self.backend)
-        framed: pa.Array = job.encode_batch(pa.RecordBatch.from_arrays([values], ["value"]), encoder).column("value")
-        return framed
+        framed = self.value.framed(values, value, self.backend)
+        if self.key is None:
+            keys = batch.column(self.key_column).to_pylist() if self.key_column else [None] * n
+            return framed.to_pylist(), keys
+        framed_keys = self.key.framed(batch.column("key"), key, self.backend)
+        if self.keyvalue == "INLINE":
+            # a null key or value is length -1 inside the payload; the message itself is never null
+            return keyvalue.join_inline(framed_keys, framed, convention=keyvalue.JAVA).to_pylist(), [None] * n
+        return framed.to_pylist(), partition_keys(framed_keys, self.key_encoding)
 
     def produce(self, batches: Iterator[pa.RecordBatch]) -> PulsarCommitMessage:
         """Encode and send every row of one task; flush; fail unless every message was acknowledged."""
         from ...pulsar._sdk import pulsar
 
-        encoder = None if self.encoder is None else shared_encoder(self.cache_key, self.encoder)
+        value_encoder = self.value.local()
+        key_encoder = None if self.key is None else self.key.local()
         client = shared_client(self.service_url, self.timeout_ms)
         producer = client.create_producer(
             self.topic,
@@ -199,9 +356,8 @@ class SinkPlan:
         try:
             with use_backend(self.backend):
                 for batch in batches:
-                    framed = self._framed(batch, encoder).to_pylist()
-                    keys = batch.column(self.key_column).to_pylist() if self.key_column else [None] * len(framed)
-                    for payload, key in zip(framed, keys):
+                    payloads, keys = self.messages(batch, value_encoder, key_encoder)
+                    for payload, key in zip(payloads, keys):
                         options = {"partition_key": key} if key else {}
                         producer.send_async(payload, done, **options)
                         sent += 1
