@@ -1004,12 +1004,30 @@ static int pc_aerr_push(pc_aerrors *e, int32_t code, int64_t index, int64_t offs
     return 0;
 }
 
-/* Whether the message [m, end) is at least `size` bytes long and begins with `prefix`. */
-static inline int pc_has_prefix(const uint8_t *m, const uint8_t *end, const uint8_t *prefix, int64_t size)
+/* Row i's payload [*msg, *end) in the layouts pc_avro_decode takes. Returns 0 when the row is a
+ * framed message that does not begin with `prefix` (or is shorter than it), else 1. */
+static inline int pc_locate(const uint8_t *buf, const int64_t *starts, const int64_t *offs64, const int32_t *offs32,
+                            int64_t skip, const uint8_t *prefix, int64_t i, const uint8_t **msg, const uint8_t **end)
 {
+    const uint8_t *m, *e;
     int64_t k;
-    if (end - m < size) return 0;
-    for (k = 0; k < size; k++)
+    if (starts != NULL) {
+        *msg = buf + starts[i];
+        *end = buf + offs64[i];
+        return 1;
+    }
+    if (offs64 != NULL) {
+        m = buf + offs64[i];
+        e = buf + offs64[i + 1];
+    } else {
+        m = buf + (int64_t)offs32[i];
+        e = buf + offs32[i + 1];
+    }
+    *msg = m + skip;
+    *end = e;
+    if (prefix == NULL) return 1;
+    if (e - m < skip) return 0;
+    for (k = 0; k < skip; k++)
         if (m[k] != prefix[k]) return 0;
     return 1;
 }
@@ -1035,21 +1053,9 @@ static int pc_avro_decode_hot(pc_slot *S, const pc_plan *pl, const uint8_t *buf,
             if (pc_hot_build(S, pl, H, &rec_valid, r, n - i - 1)) return -1;
             continue;
         }
-        if (starts != NULL) {
-            ctx.msg = buf + starts[i];
-            end = buf + offs64[i];
-        } else {
-            if (offs64 != NULL) {
-                ctx.msg = buf + offs64[i] + skip;
-                end = buf + offs64[i + 1];
-            } else {
-                ctx.msg = buf + (int64_t)offs32[i] + skip;
-                end = buf + offs32[i + 1];
-            }
-            if (prefix != NULL && !pc_has_prefix(ctx.msg - skip, end, prefix, skip)) {
-                pc_hot_sync(S, pl, H, r);
-                return 2;
-            }
+        if (!pc_locate(buf, starts, offs64, offs32, skip, prefix, i, &ctx.msg, &end)) {
+            pc_hot_sync(S, pl, H, r);
+            return 2;
         }
         ctx.budget = PC_ZERO_SIZE_ITEM_LIMIT;
         p = pc_hrow(&ctx, pl, H, nh, rec_valid, r, ctx.msg, end);
@@ -1101,19 +1107,7 @@ static int pc_avro_decode(pc_slot *S, const pc_plan *plans, const int32_t *plan_
             continue;
         }
         if (plan_ids != NULL) pl = plans + plan_ids[i];
-        if (starts != NULL) {
-            ctx.msg = buf + starts[i];
-            end = buf + offs64[i];
-        } else {
-            if (offs64 != NULL) {
-                ctx.msg = buf + offs64[i] + skip;
-                end = buf + offs64[i + 1];
-            } else {
-                ctx.msg = buf + (int64_t)offs32[i] + skip;
-                end = buf + offs32[i + 1];
-            }
-            if (prefix != NULL && !pc_has_prefix(ctx.msg - skip, end, prefix, skip)) return 2;
-        }
+        if (!pc_locate(buf, starts, offs64, offs32, skip, prefix, i, &ctx.msg, &end)) return 2;
         ctx.budget = PC_ZERO_SIZE_ITEM_LIMIT;
         p = pl->ops[0].code == O_RECORD ? pc_arow(&ctx, pl, ctx.msg, end) : pc_arun(&ctx, pl, 0, ctx.msg, end);
         if (PC_UNLIKELY(p != end)) {
