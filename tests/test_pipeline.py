@@ -387,6 +387,26 @@ def test_the_pipeline_picks_the_format_the_registry_names(backend):
     assert encoded.to_pylist() == [wire.CONFLUENT.pack(3, b"hi")]
 
 
+def test_a_format_that_does_not_check_prefixes_gets_them_checked(backend):
+    # the toy format has no checks_prefixes: the pipeline compares every prefix with the first
+    # message's before decoding a one-id batch, so the middle message's id is asked for
+    register_format(_Upper())
+
+    class Recording(_Typed):
+        def __init__(self):
+            super().__init__("TOYTEXT")
+            self.asked = []
+
+        def get_schema(self, schema_id):
+            self.asked.append(schema_id)
+            return super().get_schema(schema_id)
+
+    registry = Recording()
+    messages = [wire.CONFLUENT.pack(3, b"a"), wire.CONFLUENT.pack(4, b"b"), wire.CONFLUENT.pack(3, b"c")]
+    assert MessageDecoder(registry).decode(messages).column(0).to_pylist() == ["A", "B", "C"]
+    assert sorted(set(registry.asked)) == [3, 4]
+
+
 USER = {
     "type": "record",
     "name": "U",

@@ -85,8 +85,8 @@ class PrefixMismatch(Exception):
 
 def check_prefixes(segments: Sequence[Segment]) -> None:
     """Raise :class:`PrefixMismatch` unless every non-null message of ``segments`` begins with its
-    segment's ``prefix``: for formats whose kernels do not check it while decoding (called in the
-    decoding thread, so a batch split among threads checks its parts side by side)."""
+    segment's ``prefix``: the pipeline's check for formats whose kernels do not check it while
+    decoding (``checks_prefixes`` False)."""
     kernels = _backend.active().wire
     for seg in segments:
         if seg.prefix is not None and isinstance(seg.starts, (int, np.integer)):
@@ -149,6 +149,11 @@ class PayloadFormat(Protocol):
     Confluent message-index ``path`` (a tuple; None: the schema's own type) or a full ``name``
     gives, and ``type_name(model)``, the full name of a narrowed model's type. The pipeline then
     reads each row as the type its prefix names and keeps rows of other types out of the output.
+
+    A format whose :meth:`decode` checks the ``prefix`` of framed segments itself, while it reads
+    the rows (raising :class:`PrefixMismatch`), says so with ``checks_prefixes = True``; for any
+    other the pipeline checks them (:func:`check_prefixes`, in the decoding thread) before it
+    calls :meth:`decode`.
     """
 
     name: str

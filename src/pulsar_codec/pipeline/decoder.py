@@ -30,6 +30,7 @@ from ..formats.base import (
     DecodePlan,
     PayloadFormat,
     PrefixMismatch,
+    RowError,
     Segment,
     check_on_error,
     check_prefixes,
@@ -683,14 +684,20 @@ class MessageDecoder:
         keep_going = self._keep_going
         if resolved.fmt is None:  # no readable message and no reader known: rows without columns
             return _finish(_no_columns(total), [], wire_errors, keep_going, total)
+        fmt, plans = resolved.fmt, resolved.plans
+
+        def decode(part: list[Segment]) -> tuple[pa.RecordBatch, list[RowError]]:
+            if not getattr(fmt, "checks_prefixes", False):
+                check_prefixes(part)  # here, so a batch split among threads checks its parts side by side
+            return fmt.decode(plans, part, keep_going)
+
         parts = _split_rows(segments, total, self.threads)
         if len(parts) == 1:
-            batch, errors = resolved.fmt.decode(resolved.plans, segments, keep_going)
+            batch, errors = decode(segments)
             return _finish(batch, errors, wire_errors, keep_going, total)
-        fmt, plans = resolved.fmt, resolved.plans
         pool = self._workers(total)
         assert pool is not None
-        results = list(pool.map(lambda part: fmt.decode(plans, part[1], keep_going), parts))
+        results = list(pool.map(lambda part: decode(part[1]), parts))
         errors = []
         for (first, _), (_, part_errors) in zip(parts, results):
             errors += [(code, first + index, offset, detail) for code, index, offset, detail in part_errors]

@@ -94,6 +94,7 @@ class AvroFormat:
     """Avro payloads (registry ``schemaType`` ``"AVRO"``); the instance is :data:`FORMAT`."""
 
     name = "AVRO"
+    checks_prefixes = True  # the kernel compares each row's prefix as it reads the row
 
     def parse(self, schema: Any, references: Sequence[Any] | None = None) -> Schema:
         """The parsed :class:`~pulsar_codec.formats.avro.schema.Schema` (a parsed one as it is).

@@ -41,7 +41,7 @@ from ..._kernels.defs import (
 from ...errors import ErrorCode, SchemaError, raise_for
 from ..avro.format import AvroPlan, finish, kernel_layout, run
 from ..avro.plan import Layout, build_plan
-from ..base import RowError, Segment, check_prefixes
+from ..base import RowError, Segment
 from .mapping import JsonMapping, build_json_layout, map_model
 from .schema import JsonSchemaModel, parse, resolve_references
 
@@ -176,6 +176,7 @@ class JsonFormat:
     """JSON payloads (registry ``schemaType`` ``"JSON"``); the instance is :data:`FORMAT`."""
 
     name = "JSON"
+    checks_prefixes = False  # the pipeline checks a one-id batch's prefixes before decode
 
     def parse(
         self, schema: Any, references: Sequence[Any] | None = None, *, keep_extra: bool = False, validate: bool = False
@@ -228,7 +229,6 @@ class JsonFormat:
         plan = plans[0]
         if any(p.layout is not plan.layout for p in plans):
             raise ValueError("plans decoded together must share one reader (build them with base=)")
-        check_prefixes(segments)  # one schema id seen in the batch's first message: every one has it
         if plan.model.validate:
             return _decode_validated(plan, segments, keep_going)
         backend = _backend.active()

@@ -25,7 +25,7 @@ from ..._kernels import _backend
 from ...errors import ErrorCode, SchemaError, raise_for
 from ..avro.format import AvroPlan, finish, kernel_layout
 from ..avro.plan import build_plan
-from ..base import RowError, Segment, check_prefixes
+from ..base import RowError, Segment
 from . import schema as pb_schema
 from ._finish import finish_batch, row_shapes
 from .mapping import ENUMS_AS, ProtobufLayout, ProtobufMapping, build_protobuf_layout, map_message
@@ -130,6 +130,7 @@ class ProtobufFormat:
     """
 
     name = "PROTOBUF"
+    checks_prefixes = False  # the pipeline checks a one-id batch's prefixes before decode
 
     def __init__(self, *, enums_as: str = "dictionary", max_depth: int | None = None) -> None:
         if enums_as not in ENUMS_AS:
@@ -185,7 +186,6 @@ class ProtobufFormat:
         plan = plans[0]
         if any(p.layout is not plan.layout for p in plans):
             raise ValueError("plans decoded together must share one reader (build them with base=)")
-        check_prefixes(segments)  # one schema id seen in the batch's first message: every one has it
         backend = _backend.active()
         found, outputs, bug = backend.protobuf.decode(
             plan.kernel_program(backend.protobuf),
