@@ -8,7 +8,7 @@ situation: schemas live elsewhere).
 The broker is started with an explicit TOML config::
 
     addr = "127.0.0.1:<free port>"
-    db_path = "<tmp>/data"
+    db_path = "<tmp>/data/store"
     [metrics]
     enabled = false
 
@@ -105,7 +105,7 @@ def start_broker(
         carries the command line and the broker's log.
     """
     binary = binary or find_binary()
-    workdir = Path(workdir)
+    workdir = Path(workdir).resolve()  # the broker runs in workdir: relative paths would point inside it again
     workdir.mkdir(parents=True, exist_ok=True)
     failures = []
     for attempt in range(3):

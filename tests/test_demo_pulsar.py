@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -36,16 +37,19 @@ def _check_dead_letters(out, rows):
     return decoded, dead
 
 
-def test_local_engine_reads_the_topics_from_the_broker(tmp_path):
+def test_local_engine_reads_the_topics_from_the_broker(tmp_path, monkeypatch):
     _needs_broker()
+    monkeypatch.chdir(tmp_path)  # a relative output folder, as `make demo` gives (demo-output)
     lines: list[str] = []
-    result = demo.run(tmp_path, 3000, 7, "local", lines.append)
+    result = demo.run(Path("demo-output"), 3000, 7, "local", lines.append)
     assert result.source == "pulsar-lite" and not result.micro_batches
     assert any("topics on pulsar-lite pulsar://127.0.0.1:" in line and "pulsar-codec dump" in line for line in lines)
-    decoded, dead = _check_dead_letters(tmp_path, 3000)
+    out = tmp_path / "demo-output"
+    decoded, dead = _check_dead_letters(out, 3000)
     assert result.errors == len(dead) == result.planted and result.decoded == len(decoded)
-    assert len(pq.read_table(tmp_path / "customers-decoded.parquet")) == 300
-    assert not (tmp_path / "pulsar-lite" / "data").exists()  # the broker stopped and its data went
+    assert len(pq.read_table(out / "customers-decoded.parquet")) == 300
+    assert not (out / "pulsar-lite" / "data").exists()  # the broker stopped and its data went
+    assert sorted(p.name for p in (out / "pulsar-lite").iterdir()) == ["broker.log", "pulsar-lite.toml"]
 
 
 def test_without_a_broker_the_demo_reads_the_files(tmp_path, monkeypatch):

@@ -88,12 +88,15 @@ def accepts(port: int) -> bool:
 
 def write_config(workdir: Path, port: int, default_partitions: int = 0) -> Path:
     """Write ``<workdir>/pulsar-lite.toml``: listen on 127.0.0.1:``port``, keep data in
-    ``<workdir>/data``, metrics off; ``default_partitions`` > 0 makes every auto-created topic
-    partitioned. Returns the file's path."""
+    ``<workdir>/data`` (created here), metrics off; ``default_partitions`` > 0 makes every
+    auto-created topic partitioned. Returns the file's path."""
     config = workdir / "pulsar-lite.toml"
+    data = workdir / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    # db_path is a stem: pulsar-lite keeps <stem>.rocksdb and <stem>.metadata.json beside it
     config.write_text(
         f'addr = "{HOST}:{port}"\n'
-        f'db_path = "{workdir / "data"}"\n'
+        f'db_path = "{data / "store"}"\n'
         f"default_partitions = {int(default_partitions)}\n"
         "\n[metrics]\nenabled = false\n"
     )
@@ -119,7 +122,7 @@ def start_lite(workdir: str | os.PathLike[str], timeout: float = 30.0) -> LiteBr
         binary = finder.find_pulsar_lite_binary()
     except Exception as exc:  # the package has no binary for this platform
         raise BrokerUnavailable(f"no pulsar-lite binary for this platform: {exc}") from exc
-    workdir = Path(workdir)
+    workdir = Path(workdir).resolve()  # the broker runs in workdir: relative paths would point inside it again
     workdir.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(workdir / "data", ignore_errors=True)
     port = free_port()
