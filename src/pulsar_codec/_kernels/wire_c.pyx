@@ -426,6 +426,35 @@ cdef int distinct_loop(const uint8_t *buf, const int64_t *offs64, const int32_t 
     return over
 
 
+cdef class _Rows:
+    """The message offsets (int32 kept as they are, else int64) and validity bytes of one chunk,
+    as pointers a ``nogil`` loop reads; the arrays stay alive as long as this object."""
+    cdef const int64_t[::1] o64
+    cdef const int32_t[::1] o32
+    cdef const uint8_t[::1] vv
+    cdef const int64_t *p64
+    cdef const int32_t *p32
+    cdef const uint8_t *valid
+    cdef int64_t n
+
+    def __cinit__(self, offsets, validity):
+        self.n = len(offsets) - 1
+        self.p64 = NULL
+        self.p32 = NULL
+        self.valid = NULL
+        if self.n <= 0:
+            return
+        if offsets.dtype == np.int32:
+            self.o32 = offsets
+            self.p32 = &self.o32[0]
+        else:
+            self.o64 = np.ascontiguousarray(offsets, dtype=np.int64)
+            self.p64 = &self.o64[0]
+        if validity is not None:
+            self.vv = np.ascontiguousarray(validity, dtype=np.uint8)
+            self.valid = &self.vv[0]
+
+
 def distinct_ids(data, offsets, validity, int kind, int64_t limit):
     """Check the fixed-size prefixes of one chunk and collect its distinct schema ids.
 
@@ -434,13 +463,8 @@ def distinct_ids(data, offsets, validity, int kind, int64_t limit):
     if kind not in (KIND_CONFLUENT, KIND_CONFLUENT_GUID, KIND_APICURIO, KIND_APICURIO_V3, KIND_AWS_GLUE):
         raise ValueError(f"distinct_ids supports the fixed-size prefixes only, not kind {kind}")
     cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
-    cdef const int64_t[::1] o64
-    cdef const int32_t[::1] o32
-    cdef const int64_t *p64 = NULL
-    cdef const int32_t *p32 = NULL
-    cdef int64_t n = len(offsets) - 1
-    cdef const uint8_t[::1] valid_view
-    cdef const uint8_t *valid = NULL
+    cdef _Rows rows = _Rows(offsets, validity)
+    cdef int64_t n = rows.n
     cdef pc_error err
     cdef int rc = 0
     cdef int64_t nfound = 0
@@ -451,21 +475,12 @@ def distinct_ids(data, offsets, validity, int kind, int64_t limit):
     cdef uint8_t[::1] fg = guids_arr
     if n <= 0:
         return None, []
-    if offsets.dtype == np.int32:
-        o32 = offsets
-        p32 = &o32[0]
-    else:
-        o64 = np.ascontiguousarray(offsets, dtype=np.int64)
-        p64 = &o64[0]
-    if validity is not None:
-        valid_view = np.ascontiguousarray(validity, dtype=np.uint8)
-        valid = &valid_view[0]
     err.code = 0
     err.index = 0
     err.offset = 0
     err.detail = 0
     with nogil:
-        rc = distinct_loop(&buf[0], p64, p32, valid, n, kind, lim, &found[0], &fg[0], &nfound, &err)
+        rc = distinct_loop(&buf[0], rows.p64, rows.p32, rows.valid, n, kind, lim, &found[0], &fg[0], &nfound, &err)
     if rc == -2:
         return None, None
     if rc != 0:
@@ -484,25 +499,14 @@ def same_bytes(data, offsets, validity, int64_t at, ref):
     cdef bytes want = bytes(ref)
     cdef const uint8_t *r = want
     cdef int64_t width = len(want)
-    cdef const int64_t[::1] o64
-    cdef const int32_t[::1] o32
-    cdef const int64_t *p64 = NULL
-    cdef const int32_t *p32 = NULL
-    cdef int64_t n = len(offsets) - 1, i, start, end
-    cdef const uint8_t[::1] valid_view
-    cdef const uint8_t *valid = NULL
+    cdef _Rows rows = _Rows(offsets, validity)
+    cdef int64_t n = rows.n, i, start, end
+    cdef const int64_t *p64 = rows.p64
+    cdef const int32_t *p32 = rows.p32
+    cdef const uint8_t *valid = rows.valid
     cdef bint same = True
     if n <= 0:
         return True
-    if offsets.dtype == np.int32:
-        o32 = offsets
-        p32 = &o32[0]
-    else:
-        o64 = np.ascontiguousarray(offsets, dtype=np.int64)
-        p64 = &o64[0]
-    if validity is not None:
-        valid_view = np.ascontiguousarray(validity, dtype=np.uint8)
-        valid = &valid_view[0]
     with nogil:
         for i in range(n):
             if valid != NULL and not valid[i]:

@@ -202,7 +202,7 @@ class SourcePlan:
     def from_options(cls, options: Mapping[str, str]) -> SourcePlan:
         """Read and check the options; with ``decode=true`` ask the registry for the reader schemas."""
         pattern = topic_pattern(options)
-        topics = topic_list(options)  # with a pattern: listed through the admin API, once
+        topics = topic_list(options) if pattern is None else pattern.topics()  # admin API: listed once
         protocol = wire.protocol_by_name(options.get("protocol") or wire.CONFLUENT)
         kv = options.get("keyvalue") or None
         kv_encoding = KeyValueEncodingType.parse(kv).name if kv else None
