@@ -11,9 +11,10 @@ completely by Spark's ``noop`` sink:
 - ``decode only``: the same, decoding each batch with a ``MessageDecoder`` and returning only the
   count;
 - ``spark.decode``: :func:`pulsar_codec.spark.decode` end to end (``decoded`` and ``decode_error``
-  selected, as a job that writes them does), and with ``keep_columns=[]``, which returns only
-  those two columns from the Python workers (the input's bytes stay behind, as the recipe's
-  ``pandas_udf`` returns only its struct);
+  selected, as a job that writes them does; by default the messages' column does not come back,
+  a bad row's bytes are in its error), with ``keep_columns=[]`` (the input has no other column:
+  the same work; the recipe's ``pandas_udf`` too returns only its struct), and with
+  ``keep_columns=df.columns``, which returns every message's bytes too (the default before);
 - ``pandas_udf + fastavro``: the common recipe (``bench_spark.fastavro_udf``).
 
 Then, on a pulsar-lite broker started here (skipped when pulsar-lite or pulsar-client is missing),
@@ -128,6 +129,10 @@ def run_spark_decode_alone(df: Any) -> None:
     noop(pcs.decode(df, "value", registry=REGISTRY, keep_columns=[]))
 
 
+def run_spark_decode_every_byte(df: Any) -> None:
+    noop(pcs.decode(df, "value", registry=REGISTRY, keep_columns=df.columns).select("decoded", "decode_error"))
+
+
 def run_spark_decode_prepass(df: Any) -> None:
     noop(pcs.decode(df, "value", registry=REGISTRY, prefetch=True).select("decoded", "decode_error"))
 
@@ -147,6 +152,7 @@ STAGES: list[tuple[str, Callable[[Any], None]]] = [
     ("decode only", run_decode_only),
     ("spark.decode", run_spark_decode),
     ("spark.decode, keep_columns=[]", run_spark_decode_alone),
+    ("spark.decode, every message's bytes", run_spark_decode_every_byte),
     ("pandas_udf + fastavro", run_fastavro),
     ("spark.decode, pre-pass", run_spark_decode_prepass),
     ("spark.decode, registry file", run_spark_decode_subject),
@@ -158,6 +164,7 @@ LABELS = {
     "decode only": "mapInArrow, decode without returning",
     "spark.decode": "spark.decode end to end",
     "spark.decode, keep_columns=[]": "spark.decode, keep_columns=[] (the messages' bytes not returned)",
+    "spark.decode, every message's bytes": "spark.decode, keep_columns=df.columns (every message's bytes returned)",
     "pandas_udf + fastavro": "pandas_udf + fastavro",
     "spark.decode, pre-pass": "spark.decode with the distinct-id pre-pass (prefetch=True, the old default)",
     "spark.decode, registry file": "spark.decode, registry file + reader_subject (ids fetched by the executors)",

@@ -120,12 +120,15 @@ def test_mixed_ids_with_evolution_and_nulls(spark, users_registry, backend):
     reg, ids = users_registry
     df = frame_of(spark, user_messages(ids))
     out = pcs.decode(df, "value", registry=reg)
-    assert out.columns == ["k", "value", "decoded", "decode_error"]
+    assert out.columns == ["k", "decoded", "decode_error"]  # the messages stay behind
     assert out.schema["decoded"].dataType.simpleString() == "struct<id:bigint,name:string,email:string,score:double>"
     rows = collect_sorted(out)
     assert [as_dict(r["decoded"]) for r in rows] == EXPECTED_USERS
     assert all(r["decode_error"] is None for r in rows)
-    assert [r["value"] for r in rows] == user_messages(ids)  # input bytes pass through
+    # named, the messages' column comes back whole
+    full = collect_sorted(pcs.decode(df, "value", registry=reg, keep_columns=df.columns))
+    assert [r["value"] for r in full] == user_messages(ids)
+    assert [as_dict(r["decoded"]) for r in full] == EXPECTED_USERS
     # the executors ran the backend that was active on the driver
     # a stats job may land on other worker processes than the decode did: ask a few times, widely
     for _ in range(3):
@@ -167,6 +170,12 @@ def test_keep_columns_chooses_what_comes_back(spark, users_registry):
     assert [as_dict(r["decoded"]) for r in collect_sorted(keyed)] == [as_dict(r["decoded"]) for r in full]
     with pytest.raises(ValueError, match="keep_columns names columns the DataFrame does not have"):
         pcs.decode(df, registry=reg, keep_columns=["nope"])
+    # the messages' column comes back only when it is named; a good row's error is null
+    both = collect_sorted(pcs.decode(df, registry=reg, keep_columns=["k", "value"]))
+    assert [r["value"] for r in both] == user_messages(ids)
+    assert all(r["decode_error"] is None for r in both)
+    # output over the messages' column: the struct replaces it
+    assert pcs.decode(df, registry=reg, output="value").columns == ["k", "value", "decode_error"]
 
 
 def test_corrupt_rows_go_to_the_error_column(spark, users_registry, backend):
@@ -177,15 +186,17 @@ def test_corrupt_rows_go_to_the_error_column(spark, users_registry, backend):
     messages = [good, b"\x07abcdef", b"\x00\x00", truncated, None, bad_utf8, good + b"\x00"]
     df = frame_of(spark, messages, partitions=3)
     out = pcs.decode(df, registry=reg)
+    assert out.columns == ["k", "decoded", "decode_error"]
     rows = collect_sorted(out)
-    assert [r["value"] for r in rows] == messages
     errors = [as_dict(r["decode_error"]) for r in rows]
     assert errors[0] is None and errors[4] is None
     assert errors[1] == {
         "code": ErrorCode.WIRE_BAD_MAGIC,
         "offset": 0,
         "message": "invalid magic byte 0x07, expected 0x00 (byte 0)",
+        "payload": b"\x07abcdef",
     }
+    assert [e["payload"] for e in errors if e is not None] == [messages[i] for i in (1, 2, 3, 5, 6)]
     assert errors[2]["code"] == ErrorCode.WIRE_SHORT_PREFIX and errors[2]["offset"] == 2
     assert errors[3]["code"] == ErrorCode.AVRO_TRUNCATED
     assert errors[5]["code"] == ErrorCode.AVRO_INVALID_UTF8 and errors[5]["offset"] == 2
@@ -198,7 +209,9 @@ def test_corrupt_rows_go_to_the_error_column(spark, users_registry, backend):
     dead = out.where(F.col("decode_error").isNotNull())
     live = out.where(F.col("decode_error").isNull())
     assert dead.count() == 5 and live.count() == 2
-    assert sorted(r["value"] for r in dead.select("value").collect()) == sorted(messages[i] for i in (1, 2, 3, 5, 6))
+    assert sorted(r["payload"] for r in dead.select("decode_error.payload").collect()) == sorted(
+        messages[i] for i in (1, 2, 3, 5, 6)
+    )
 
 
 def test_other_protocols(spark):
@@ -247,7 +260,7 @@ def test_existing_output_column_is_replaced(spark):
     msgs = [wire.CONFLUENT.pack(1, body(V1, {"id": 1, "name": "a"}))]
     df = frame_of(spark, msgs).withColumn("decoded", F.lit("old"))
     out = pcs.decode(df, registry={1: V1})
-    assert out.columns == ["k", "value", "decoded", "decode_error"]
+    assert out.columns == ["k", "decoded", "decode_error"]
     assert as_dict(out.collect()[0]["decoded"]) == {"id": 1, "name": "a"}
 
 
@@ -280,7 +293,7 @@ def test_pip420_bodies_with_schema_id_column(spark, users_registry, backend):
     assert errors[:3] == [None, None, None]
     assert errors[3]["code"] is None and "no schema id" in errors[3]["message"]
     assert errors[4]["code"] == ErrorCode.AVRO_TRUNCATED
-    assert [r["value"] for r in rows] == bodies
+    assert [e["payload"] for e in errors[3:]] == bodies[3:]  # the bad rows' bodies
 
     # PIP-420 MessageMetadata.schema_id bytes: FF magic + a big-endian id
     meta = [wire.pulsar_schema_id(struct.pack(">I", i)) if i is not None else None for i in id_ints]
@@ -316,6 +329,7 @@ def test_keyvalue_split_and_decode(spark, backend):
     assert [r["value"] for r in rows] == values + [None, None]
     err = as_dict(rows[4]["keyvalue_error"])
     assert err["code"] == ErrorCode.KV_LENGTH_PAST_END and err["offset"] == 0 and "(message" not in err["message"]
+    assert err["payload"] == payloads[4]  # the malformed payload, which the split replaced
     assert rows[5]["keyvalue_error"] is None
 
     out = pcs.decode_keyvalue(df, registry=schemas, key_reader_schema=KEY, value_reader_schema=V1)
@@ -326,8 +340,9 @@ def test_keyvalue_split_and_decode(spark, backend):
         None,
         None,
     ]
-    assert rows[4]["keyvalue_error"] is not None
+    assert rows[4]["keyvalue_error"]["payload"] == payloads[4]
     assert all(r["key_error"] is None and r["value_error"] is None for r in rows)
+    assert out.columns == ["k", "keyvalue_error", "key", "key_error", "value", "value_error"]
 
 
 # -- encode ---------------------------------------------------------------------------------------------

@@ -185,7 +185,8 @@ def test_confluent_guid_headers_from_confluent_kafka(spark, served):
     ]
     df = kafka_frame(spark, records)
     out = pcs.decode(df, registry=reg, schema_id_from="headers")
-    assert out.columns == [*df.columns, "decoded", "decode_error"]
+    # the payloads do not come back, but a bad row's payload is in its error
+    assert out.columns == [c for c in df.columns if c != "value"] + ["decoded", "decode_error"]
     rows = decoded(out)
     assert [r[0] for r in rows[:5]] == [
         {"id": 1, "name": "ada", "email": None},
@@ -198,6 +199,8 @@ def test_confluent_guid_headers_from_confluent_kafka(spark, served):
     assert rows[5][0] is None and rows[5][1]["code"] == ErrorCode.SCHEMA_NOT_FOUND
     assert rows[6][0] == {"id": 7, "name": "first", "email": None}
     assert rows[7][0] is None and "magic" in rows[7][1]["message"]
+    assert rows[7][1]["payload"] == body(V1, {"id": 8, "name": "bad magic"})  # the column's bytes, no header
+    assert rows[5][1]["payload"] == records[5][1] and rows[6][1] is None
     # the key column reads __key_schema_id; executors find GUIDs themselves without the pre-pass
     keyed = df.where(df.key.isNotNull())
     keys = pcs.decode(

@@ -190,6 +190,7 @@ def test_batch_read_every_column(spark, registered, pulsar_broker, users_topic):
     assert errors[6]["code"] == ErrorCode.WIRE_BAD_MAGIC and errors[6]["offset"] == 0
     assert errors[7]["code"] == ErrorCode.SCHEMA_NOT_FOUND and "999" in errors[7]["message"]
     assert [i for i, e in enumerate(errors) if e is not None] == [6, 7]  # a tombstone is no error
+    assert [errors[i]["payload"] for i in (6, 7)] == [sent[i][0] for i in (6, 7)]  # the bytes that failed
     assert [r["key"] for r in rows] == [f"k{i}" for i in range(6)] + [None, None, "gone", None, None, None]
     assert [r["properties"] for r in rows[:6]] == [{"n": str(i)} for i in range(6)]
     assert rows[6]["event_time"].timestamp() == 1_700_000_000.123
@@ -268,6 +269,8 @@ def test_keyvalue_topics_give_key_and_value_structs(spark, registered, pulsar_br
     assert errors[3]["code"] == ErrorCode.SCHEMA_NOT_FOUND and "999" in errors[3]["message"]
     expected_code = ErrorCode.KV_LENGTH_PAST_END if encoding == "INLINE" else ErrorCode.KV_INVALID_BASE64
     assert errors[4]["code"] == expected_code
+    # the bytes that failed: the INLINE payload, or the SEPARATED message's partition key
+    assert errors[4]["payload"] == (b"\x00\x00\x00\x09abc" if encoding == "INLINE" else b"not base64!")
     if encoding == "SEPARATED":  # the value of a message whose key is bad is still read
         assert values[4] == {"id": 0, "name": "n0"}
 

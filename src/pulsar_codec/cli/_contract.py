@@ -26,8 +26,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import wire
-from ..integrations.spark.types import ERROR_TYPE, reader_struct
+from ..integrations.spark.types import reader_struct
 from ._console import UsageError
+
+ERROR_TYPE = pa.struct([pa.field("code", pa.int32()), pa.field("offset", pa.int64()), pa.field("message", pa.string())])
+"""The output tables' ``decode_error`` (``struct<code:int, offset:bigint, message:string>``): the
+bad rows' bytes go to the dead-letter table, not into every table."""
 
 __all__ = [
     "DEAD_LETTER_FIELDS",

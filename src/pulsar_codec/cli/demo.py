@@ -394,7 +394,9 @@ def _stream_orders(
         .load()
     )
     framed = raw.select(
-        F.col("properties")[INDEX_PROPERTY].cast("long").alias("index"), F.col("value").alias("payload")
+        F.col("properties")[INDEX_PROPERTY].cast("long").alias("index"),
+        F.col("value").alias("payload"),
+        F.col("value").isNull().alias("tombstone"),  # the decoded rows keep no payload
     )
     # no pre-pass on a stream: the reader is the subject's latest version, the ids are fetched by
     # the executors from the registry file
@@ -425,7 +427,7 @@ def _stream_orders(
     counts = landed_df.agg(
         F.count(F.lit(1)).alias("rows"),
         F.count("decode_error").alias("errors"),
-        F.sum(F.col("payload").isNull().cast("long")).alias("nulls"),
+        F.sum(F.col("tombstone").cast("long")).alias("nulls"),
     ).collect()[0]
     is_bad = F.col("decode_error").isNotNull()
     landed_df.where(~is_bad).select("decoded.*").write.mode("overwrite").parquet(str(out_path))
@@ -437,7 +439,10 @@ def _stream_orders(
     schema = StructType(
         [StructField(f.name, spark_type(f.type), f.nullable) for f in dead_letter_schema(wire.CONFLUENT)]
     )
-    dead = landed_df.where(is_bad).select("index", "payload", "decode_error", text.alias("error_text"))
+    # a bad row's bytes are in its error (spark.decode keeps no payload column by default)
+    dead = landed_df.where(is_bad).select(
+        "index", F.col("decode_error.payload").alias("payload"), "decode_error", text.alias("error_text")
+    )
     dead.mapInArrow(_dead_letter_rows, schema).write.mode("overwrite").parquet(str(dead_path))
     rows_in, errors, nulls = int(counts["rows"]), int(counts["errors"]), int(counts["nulls"] or 0)
     stats = {

@@ -18,6 +18,7 @@ from ._contract import dead_letter_schema, schema_ids_of
 __all__ = ["decode_spark", "spark_progress", "spark_session"]
 
 _INDEX = "__pulsar_codec_index"
+_TOMBSTONE = "__pulsar_codec_null_message"
 
 
 def spark_session(app_name: str) -> Any:
@@ -166,7 +167,9 @@ def decode_spark(
         reader, fmt = pick_reader(registry, files, column, protocol, reader_schema, message)
     else:
         reader, fmt = reader_schema, picked
-    raw = _with_index(session, files, column)
+    # a null message (a tombstone) is counted from the input: the decoded frame keeps the bytes
+    # of the rows that failed only, in their errors
+    raw = _with_index(session, files, column).withColumn(_TOMBSTONE, F.col(column).isNull())
     with spark_progress(session, "decoding (spark)"):
         decoded = pcs.decode(raw, column, registry=registry, protocol=protocol, reader_schema=reader, format=fmt)
         text = F.regexp_replace(
@@ -179,7 +182,7 @@ def decode_spark(
             counts = decoded.agg(
                 F.count(F.lit(1)).alias("rows"),
                 F.count("decode_error").alias("errors"),
-                F.sum(F.col(column).isNull().cast("long")).alias("nulls"),
+                F.sum(F.col(_TOMBSTONE).cast("long")).alias("nulls"),
             ).collect()[0]
             is_bad = F.col("decode_error").isNotNull()
             if dead_letter:
@@ -188,7 +191,9 @@ def decode_spark(
                 spark_schema = StructType(
                     [StructField(f.name, _spark_type(f.type), f.nullable) for f in dead_letter_schema(protocol)]
                 )
-                dead = decoded.where(is_bad).select(_INDEX, column, "decode_error", "error_text")
+                dead = decoded.where(is_bad).select(
+                    _INDEX, F.col("decode_error.payload").alias(column), "decode_error", "error_text"
+                )
                 dead.mapInArrow(_dead_rows(protocol, column), spark_schema).write.mode("overwrite").parquet(
                     str(dead_letter)
                 )

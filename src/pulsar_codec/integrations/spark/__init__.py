@@ -14,15 +14,17 @@ Quick start
 >>> out.select("decoded.*").show()
 >>> good = out.where(out.decode_error.isNull()).select("decoded.*")
 >>> bad = out.where(out.decode_error.isNotNull())                   # dead-letter rows
->>> bad.select("value", "decode_error").write.mode("append").parquet("dead-letter/")
+>>> bad.select("decode_error.*").write.mode("append").parquet("dead-letter/")  # with the bytes
 
 Functions
 ---------
-``decode(df, column="value", *, registry, protocol=wire.CONFLUENT, reader_schema=None,
+``decode(df, column="value", *, registry, protocol=None, reader_schema=None,
 schema_id_column=None, output="decoded", error_column="decode_error", subjects=None,
-prefetch=True)``
-    All input columns, plus ``output`` (a struct: one field per reader-schema field) and
-    ``error_column`` (``struct<code:int, offset:bigint, message:string>``). ``column`` holds framed
+prefetch=None, keep_columns=None, ...)``
+    The input columns but ``column`` (unless ``keep_columns`` names it), plus ``output`` (a
+    struct: one field per reader-schema field) and ``error_column``
+    (``struct<code:int, offset:bigint, message:string, payload:binary>``: a bad row's error and
+    bytes, null for good rows). ``column`` holds framed
     messages (any integer-id protocol of :mod:`pulsar_codec.wire`), or, with ``schema_id_column``,
     bare Avro bodies (PIP-420 ``EncodeData.data``) whose schema id is in that column.
 ``split_keyvalue(df, column="value", *, key_column="key", value_column="value",

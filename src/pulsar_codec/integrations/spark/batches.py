@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .types import ERROR_TYPE
 
@@ -43,18 +44,26 @@ def walk_bad_rows(n: int, attempt: Callable[[int, int], int | None], window: int
             lo, size = lo + bad + 1, window
 
 
-def error_column(n: int, rows: Any, codes: Any, offsets: Any, texts: Sequence[str], code_valid: Any = None) -> Any:
+def error_column(
+    n: int, rows: Any, codes: Any, offsets: Any, texts: Sequence[str], code_valid: Any = None, payloads: Any = None
+) -> Any:
     """The ``ERROR_TYPE`` column of a batch of ``n`` rows with errors at ``rows`` (null elsewhere).
 
     ``rows``, ``codes`` and ``offsets`` are integer arrays of the same length as ``texts``;
     ``code_valid`` (bool array, optional) is False where an error has no code (no kernel status
-    describes it): its ``code`` is null.
+    describes it): its ``code`` is null. ``payloads`` (a binary array of ``n`` rows, optional):
+    the bytes each row held, kept in the error of the bad rows.
     """
     rows = np.asarray(rows, dtype=np.int64)
     if len(rows) == 0:
         return pa.nulls(n, ERROR_TYPE)
     has = np.zeros(n, dtype=bool)
     has[rows] = True
+    has_mask = pa.array(has)
+    if payloads is None:
+        payload_out = pa.nulls(n, pa.binary())
+    else:  # only the bad rows' bytes are copied
+        payload_out = pc.if_else(has_mask, payloads, pa.scalar(None, payloads.type)).cast(pa.binary())
     code_out = np.zeros(n, dtype=np.int32)
     code_out[rows] = codes
     code_null = ~has
@@ -70,13 +79,14 @@ def error_column(n: int, rows: Any, codes: Any, offsets: Any, texts: Sequence[st
             pa.array(code_out, pa.int32(), mask=code_null),
             pa.array(offset_out, pa.int64()),
             pa.array(text_out, pa.string()),
+            payload_out,
         ],
         fields=list(ERROR_TYPE),
-        mask=pa.array(~has),
+        mask=pc.invert(has_mask),
     )
 
 
-def error_array(n: int, errors: Sequence[RowError]) -> Any:
+def error_array(n: int, errors: Sequence[RowError], payloads: Any = None) -> Any:
     """:func:`error_column` from one ``(row, code or None, offset, text)`` tuple per bad row."""
     return error_column(
         n,
@@ -85,6 +95,7 @@ def error_array(n: int, errors: Sequence[RowError]) -> Any:
         [e[2] for e in errors],
         [e[3] for e in errors],
         [e[1] is not None for e in errors],
+        payloads,
     )
 
 

@@ -364,7 +364,7 @@ class DecodeJob:
     ) -> Any:
         """One batch: the struct column (null for null and bad rows) and the error column."""
         n = batch.num_rows
-        messages = batch.column(self.column)
+        messages = given = batch.column(self.column)
         found: list[RowError] = []  # bad rows the decoder does not see
         if self.headers is not None:
             messages, routes, found = self.headers.frames(batch.column(self.headers.column), messages)
@@ -398,7 +398,7 @@ class DecodeJob:
             batch = batch.select(list(self.keep))
         return replace_columns(
             batch,
-            {self.output: struct, self.error_column: error_column(n, rows, codes, offsets, texts, code_valid)},
+            {self.output: struct, self.error_column: error_column(n, rows, codes, offsets, texts, code_valid, given)},
         )
 
 
@@ -699,17 +699,20 @@ def decode(
         Rows of another message type are error rows (code ``SCHEMA_OTHER_MESSAGE``).
 
     keep_columns : list of str, optional
-        The input columns the result keeps beside ``output`` and ``error_column`` (default: all).
-        A ``mapInArrow`` stage hands every column it returns back to the JVM, which cannot prune
-        them afterwards: when a job uses only the decoded struct, ``keep_columns=[]`` spares
-        Spark reading the messages' bytes back (about a third of ``spark.decode``'s time on
-        1M complex-12 messages).
+        The input columns the result keeps beside ``output`` and ``error_column``. Default: every
+        one but ``column``, whose bytes the error column keeps for the rows that failed
+        (``error_column.payload``). Name ``column`` here (``keep_columns=df.columns``: all) to get
+        every row's bytes back. A ``mapInArrow`` stage hands every column it returns back to the
+        JVM, which cannot prune them afterwards: every message's bytes cost Spark about as much
+        as the decoded struct. ``keep_columns=[]`` returns the struct and the error column alone.
 
     Returns
     -------
     pyspark.sql.DataFrame
-        The input columns (``keep_columns`` when given, in the input's order), then ``output``
-        and ``error_column``.
+        The input columns (``keep_columns`` when given, else all but ``column``, in the input's
+        order), then ``output`` and ``error_column``
+        (``struct<code:int, offset:bigint, message:string, payload:binary>``, null for a good or a
+        null message; ``payload``: the bad row's ``column`` bytes).
 
     Raises
     ------
@@ -781,7 +784,9 @@ def decode(
     decoders = [MessageDecoder(schemas, protocol=p, **options) for p in protocols]
     decoder = decoders[0]
     target, _ = reader_struct(decoder.arrow_schema)
-    keep = [f for f in df.schema.fields if f.name not in (output, error_column) and (kept is None or f.name in kept)]
+    if kept is None:  # the messages' bytes come back in the errors of the rows that failed only
+        kept = tuple(name for name in df.columns if name != column)
+    keep = [f for f in df.schema.fields if f.name not in (output, error_column) and f.name in kept]
     out_schema = StructType(
         keep + [StructField(output, spark_type(target), True), StructField(error_column, spark_type(ERROR_TYPE), True)]
     )
@@ -795,6 +800,6 @@ def decode(
         backend=_backend.active().name,
         headers=headers,
         variants=tuple(decoders[1:]),
-        keep=None if kept is None else tuple(f.name for f in keep),
+        keep=tuple(f.name for f in keep),
     )
     return df.mapInArrow(job, out_schema)

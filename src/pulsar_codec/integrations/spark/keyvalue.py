@@ -75,7 +75,7 @@ class SplitJob:
             {
                 self.key_column: _concat(keys, n),
                 self.value_column: _concat(values, n),
-                self.error_column: error_array(n, errors),
+                self.error_column: error_array(n, errors, payloads),
             },
         )
 
@@ -102,8 +102,8 @@ def split_keyvalue(
     convention : {"java", "cpp"}
         How a length of -1 reads (see :mod:`pulsar_codec.keyvalue`).
     error_column : str
-        ``struct<code, offset, message>`` for malformed payloads (whose key and value are null);
-        null for good rows.
+        ``struct<code, offset, message, payload>`` for malformed payloads (whose key and value are
+        null; ``payload`` holds the payload's bytes); null for good rows.
 
     Returns
     -------
@@ -143,8 +143,9 @@ def decode_keyvalue(
 
     Adds ``key_output`` and ``value_output`` structs, ``keyvalue_error`` (malformed KeyValue
     payload), ``{key_output}_error`` and ``{value_output}_error`` (see
-    :func:`~pulsar_codec.spark.decode`); the raw parts are kept as ``{key_output}_bytes`` and
-    ``{value_output}_bytes``. ``prefetch``: as for :func:`~pulsar_codec.spark.decode`.
+    :func:`~pulsar_codec.spark.decode`); each error keeps the bytes that failed in its ``payload``
+    (the whole payload for ``keyvalue_error``, the key or the value part for the others).
+    ``prefetch``: as for :func:`~pulsar_codec.spark.decode`.
 
     Returns
     -------

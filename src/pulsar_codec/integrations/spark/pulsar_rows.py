@@ -86,7 +86,7 @@ def separated_keys(partition_keys: Any, base64: bool) -> tuple[pa.Array, pa.Arra
             return bad
 
     walk_bad_rows(n, attempt)
-    return (pa.concat_arrays(keys) if keys else pa.array([], pa.binary())), error_array(n, errors)
+    return (pa.concat_arrays(keys) if keys else pa.array([], pa.binary())), error_array(n, errors, partition_keys)
 
 
 class PartDecoder:

@@ -56,7 +56,8 @@ Columns
 -------
 ``key`` (string: the partition key, null when absent; for KeyValue topics the key struct),
 ``value`` (the decoded struct, null for a bad or null message; binary with ``decode=false``),
-``decode_error`` (``struct<code, offset, message>``, null for good rows; absent with
+``decode_error`` (``struct<code, offset, message, payload>``, null for good rows; ``payload``:
+the bytes that failed; absent with
 ``decode=false`` unless a KeyValue topic is split), ``topic`` (without ``-partition-N``),
 ``partition`` (int, -1 for a topic that is not partitioned), ``message_id`` (binary,
 ``MessageId.serialize()``), ``publish_time``, ``event_time`` (timestamps, null when the producer

@@ -24,8 +24,17 @@ __all__ = [
     "to_spark_arrow",
 ]
 
-ERROR_TYPE = pa.struct([pa.field("code", pa.int32()), pa.field("offset", pa.int64()), pa.field("message", pa.string())])
-"""Arrow type of the error column (``struct<code:int, offset:bigint, message:string>``)."""
+ERROR_TYPE = pa.struct(
+    [
+        pa.field("code", pa.int32()),
+        pa.field("offset", pa.int64()),
+        pa.field("message", pa.string()),
+        pa.field("payload", pa.binary()),
+    ]
+)
+"""Arrow type of the error columns (``struct<code:int, offset:bigint, message:string,
+payload:binary>``): null for a good row; for a bad one its error and the bytes that failed (as
+Spark's readers keep a malformed record's text in the corrupt-record column)."""
 
 _INTERVAL_STRUCT = pa.struct(
     [pa.field("months", pa.int32()), pa.field("days", pa.int32()), pa.field("nanoseconds", pa.int64())]
