@@ -15,6 +15,7 @@ completely by Spark's ``noop`` sink:
   a bad row's bytes are in its error), with ``keep_columns=[]`` (the input has no other column:
   the same work; the recipe's ``pandas_udf`` too returns only its struct), and with
   ``keep_columns=df.columns``, which returns every message's bytes too (the default before);
+  and the fields as columns: ``.select("decoded.*")`` after it, against ``flatten=True``;
 - ``pandas_udf + fastavro``: the common recipe (``bench_spark.fastavro_udf``).
 
 Then, on a pulsar-lite broker started here (skipped when pulsar-lite or pulsar-client is missing),
@@ -133,6 +134,14 @@ def run_spark_decode_every_byte(df: Any) -> None:
     noop(pcs.decode(df, "value", registry=REGISTRY, keep_columns=df.columns).select("decoded", "decode_error"))
 
 
+def run_spark_decode_fields(df: Any) -> None:
+    noop(pcs.decode(df, "value", registry=REGISTRY).select("decoded.*", "decode_error"))
+
+
+def run_spark_decode_flatten(df: Any) -> None:
+    noop(pcs.decode(df, "value", registry=REGISTRY, flatten=True))
+
+
 def run_spark_decode_prepass(df: Any) -> None:
     noop(pcs.decode(df, "value", registry=REGISTRY, prefetch=True).select("decoded", "decode_error"))
 
@@ -153,6 +162,8 @@ STAGES: list[tuple[str, Callable[[Any], None]]] = [
     ("spark.decode", run_spark_decode),
     ("spark.decode, keep_columns=[]", run_spark_decode_alone),
     ("spark.decode, every message's bytes", run_spark_decode_every_byte),
+    ("spark.decode, decoded.*", run_spark_decode_fields),
+    ("spark.decode, flatten", run_spark_decode_flatten),
     ("pandas_udf + fastavro", run_fastavro),
     ("spark.decode, pre-pass", run_spark_decode_prepass),
     ("spark.decode, registry file", run_spark_decode_subject),
@@ -165,6 +176,8 @@ LABELS = {
     "spark.decode": "spark.decode end to end",
     "spark.decode, keep_columns=[]": "spark.decode, keep_columns=[] (the messages' bytes not returned)",
     "spark.decode, every message's bytes": "spark.decode, keep_columns=df.columns (every message's bytes returned)",
+    "spark.decode, decoded.*": 'spark.decode, then .select("decoded.*", "decode_error")',
+    "spark.decode, flatten": "spark.decode(..., flatten=True): the same columns, returned as such",
     "pandas_udf + fastavro": "pandas_udf + fastavro",
     "spark.decode, pre-pass": "spark.decode with the distinct-id pre-pass (prefetch=True, the old default)",
     "spark.decode, registry file": "spark.decode, registry file + reader_subject (ids fetched by the executors)",

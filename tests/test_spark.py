@@ -178,6 +178,30 @@ def test_keep_columns_chooses_what_comes_back(spark, users_registry):
     assert pcs.decode(df, registry=reg, output="value").columns == ["k", "value", "decode_error"]
 
 
+def test_flatten_gives_the_fields_as_columns(spark, users_registry, backend):
+    reg, ids = users_registry
+    messages = [*user_messages(ids), b"\x07bad"]
+    df = frame_of(spark, messages, partitions=3)
+    flat = pcs.decode(df, registry=reg, flatten=True)
+    assert flat.columns == ["k", "id", "name", "email", "score", "decode_error"]
+    nested = pcs.decode(df, registry=reg)
+    assert [f.dataType for f in flat.schema.fields[1:5]] == [f.dataType for f in nested.schema["decoded"].dataType]
+    rows = collect_sorted(flat)
+    fields = ["id", "name", "email", "score"]
+    # a null message and a bad one are null in every field, as their struct is null
+    expected = [*EXPECTED_USERS, None]
+    assert [{f: r[f] for f in fields} for r in rows] == [e or dict.fromkeys(fields) for e in expected]
+    assert [r["decode_error"] is None for r in rows] == [True] * 6 + [False]
+    assert rows[6]["decode_error"]["payload"] == b"\x07bad"
+    # a field named as a kept column or as the error column is refused before Spark runs
+    clash = df.withColumn("name", F.lit("x"))
+    with pytest.raises(ValueError, match=r"flatten=True: the reader's fields \['name'\]"):
+        pcs.decode(clash, registry=reg, flatten=True)
+    assert "name" in pcs.decode(clash, registry=reg, flatten=True, keep_columns=["k"]).columns
+    with pytest.raises(ValueError, match=r"\['id'\]"):
+        pcs.decode(df, registry=reg, flatten=True, error_column="id")
+
+
 def test_corrupt_rows_go_to_the_error_column(spark, users_registry, backend):
     reg, ids = users_registry
     good = wire.CONFLUENT.pack(ids[1], body(V2, {"id": 7, "name": "ok", "email": "e"}))

@@ -341,6 +341,7 @@ class DecodeJob:
     headers: HeaderIds | None = None
     variants: tuple[MessageDecoder, ...] = ()
     keep: tuple[str, ...] | None = None
+    flatten: bool = False
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         """Decode every batch's column with this process's decoder; other columns pass through
@@ -396,10 +397,10 @@ class DecodeJob:
         struct = pa.StructArray.from_arrays(children, fields=fields, mask=pa.array(bad) if bad.any() else None)
         if self.keep is not None:
             batch = batch.select(list(self.keep))
-        return replace_columns(
-            batch,
-            {self.output: struct, self.error_column: error_column(n, rows, codes, offsets, texts, code_valid, given)},
-        )
+        # flattened, a bad or null row is null in every field (flatten() folds the struct's mask in)
+        outputs = dict(zip(struct.type.names, struct.flatten())) if self.flatten else {self.output: struct}
+        outputs[self.error_column] = error_column(n, rows, codes, offsets, texts, code_valid, given)
+        return replace_columns(batch, outputs)
 
 
 def _prefix_shape(protocol: wire.Protocol) -> tuple[int, tuple[int, ...]]:
@@ -629,6 +630,7 @@ def decode(
     reader_subject: str | None = None,
     message: str | None = None,
     keep_columns: Sequence[str] | None = None,
+    flatten: bool = False,
 ) -> Any:
     """Decode a column of framed messages (or of PIP-420 bodies) into a struct column.
 
@@ -705,12 +707,18 @@ def decode(
         every row's bytes back. A ``mapInArrow`` stage hands every column it returns back to the
         JVM, which cannot prune them afterwards: every message's bytes cost Spark about as much
         as the decoded struct. ``keep_columns=[]`` returns the struct and the error column alone.
+    flatten : bool, default False
+        Return the reader schema's fields as columns of their own instead of the ``output``
+        struct (what ``.select("decoded.*")`` gives, without Spark copying every row's struct
+        once more: about a fifth faster on complex-12). A bad or null message is null in every
+        field. A field named as a kept column or ``error_column`` is an error: pass
+        ``keep_columns`` or leave the fields in their struct.
 
     Returns
     -------
     pyspark.sql.DataFrame
         The input columns (``keep_columns`` when given, else all but ``column``, in the input's
-        order), then ``output`` and ``error_column``
+        order), then ``output`` (or, with ``flatten``, the reader's fields) and ``error_column``
         (``struct<code:int, offset:bigint, message:string, payload:binary>``, null for a good or a
         null message; ``payload``: the bad row's ``column`` bytes).
 
@@ -787,9 +795,18 @@ def decode(
     if kept is None:  # the messages' bytes come back in the errors of the rows that failed only
         kept = tuple(name for name in df.columns if name != column)
     keep = [f for f in df.schema.fields if f.name not in (output, error_column) and f.name in kept]
-    out_schema = StructType(
-        keep + [StructField(output, spark_type(target), True), StructField(error_column, spark_type(ERROR_TYPE), True)]
-    )
+    if flatten:
+        taken = {f.name for f in keep} | {error_column}
+        clashes = [f.name for f in target if f.name in taken]
+        if clashes:
+            raise ValueError(
+                f"flatten=True: the reader's fields {clashes} are named as columns the result keeps"
+                f" ({sorted(taken)}); pass keep_columns without them, or leave flatten off"
+            )
+        decoded = [StructField(f.name, spark_type(f.type), True) for f in target]
+    else:
+        decoded = [StructField(output, spark_type(target), True)]
+    out_schema = StructType(keep + decoded + [StructField(error_column, spark_type(ERROR_TYPE), True)])
     job = DecodeJob(
         decoder=decoder,
         cache_key=(_cache_key(fallback, protocols[0], reader, shipped, format), message),
@@ -801,5 +818,6 @@ def decode(
         headers=headers,
         variants=tuple(decoders[1:]),
         keep=tuple(f.name for f in keep),
+        flatten=flatten,
     )
     return df.mapInArrow(job, out_schema)
