@@ -25,7 +25,8 @@ from pulsar_codec.errors import ErrorCode, RegistryError, SchemaError, SchemaNot
 from pulsar_codec.integrations import spark as pcs
 from pulsar_codec.integrations.spark import executor
 from pulsar_codec.integrations.spark.batches import walk_bad_rows
-from pulsar_codec.integrations.spark.decode import DecodeJob, frame_ids
+from pulsar_codec.integrations.spark.decode import DecodeJob
+from pulsar_codec.integrations.spark.driver import frame_ids
 from pulsar_codec.pipeline import MessageDecoder
 from pulsar_codec.registry import ConfluentRegistry, LocalRegistry, RegistryConfig
 
@@ -918,7 +919,7 @@ def _jobs_run_by(spark, fn):
 
 
 def test_prepass_runs_only_when_needed():
-    from pulsar_codec.integrations.spark.decode import wants_prepass
+    from pulsar_codec.integrations.spark.driver import wants_prepass
 
     # (prefetch, streaming, executors can resolve ids, reader fixed without the data) -> pre-pass
     assert wants_prepass(None, False, True, True) is False

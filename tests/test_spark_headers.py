@@ -19,7 +19,7 @@ pytest.importorskip("pyspark")
 from pulsar_codec import wire  # noqa: E402
 from pulsar_codec.errors import ErrorCode  # noqa: E402
 from pulsar_codec.integrations import spark as pcs  # noqa: E402
-from pulsar_codec.integrations.spark.decode import HeaderIds, header_values  # noqa: E402
+from pulsar_codec.integrations.spark.headers import HeaderIds, header_values  # noqa: E402
 from pulsar_codec.registry import LocalRegistry  # noqa: E402
 
 pytest_plugins = ["spark_fixtures"]
@@ -289,7 +289,7 @@ def test_protobuf_frames_with_message_indexes(spark, tmp_path):
     pytest.importorskip("grpc_tools")
     from pulsar_codec.errors import SchemaError
     from pulsar_codec.formats import get_format
-    from pulsar_codec.integrations.spark.decode import _distinct_header_ids, _distinct_prefix_ids
+    from pulsar_codec.integrations.spark.driver import _distinct_header_ids, _distinct_prefix_ids
     from test_registry_references import MONEY, MONEY_REF, ORDER
     from test_registry_references_rest import order_class
 

@@ -114,6 +114,8 @@ also applies on the executors.
 Modules
 -------
 :mod:`.types` (Arrow -> Spark types and converters), :mod:`.decode` (the decode job),
+:mod:`.headers` (schema ids in record headers),
+:mod:`.driver` (the driver's distinct-id pre-pass and schema resolution before the decode job),
 :mod:`.keyvalue` (KeyValue split and decode), :mod:`.encode` (the encode job), :mod:`.executor`
 (what an executor process keeps: decoders, backend, stats), :mod:`.session`, and the
 ``format("pulsar")`` data source: :mod:`.pulsar_source` (reading), :mod:`.pulsar_sink` (writing),
