@@ -12,12 +12,17 @@ import pyarrow.compute as pc
 
 from .types import ERROR_TYPE
 
-__all__ = ["error_array", "error_column", "local_text", "replace_columns", "walk_bad_rows"]
+__all__ = ["error_array", "error_column", "local_text", "replace_columns", "valid", "walk_bad_rows"]
 
 _LOCATION = re.compile(r"\(message \d+, byte (\d+)\)")
 
 RowError = tuple[int, "int | None", int, str]
 """(row in the batch, error code or None, byte offset, message text) of one bad row."""
+
+
+def valid(arr: Any) -> Any:
+    """A numpy bool array: True where ``arr`` (an Arrow array) holds a value."""
+    return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def local_text(text: str) -> str:

@@ -33,10 +33,10 @@ from ...errors import SchemaError
 from ...formats import format_of_model, get_format
 from ...pipeline import MessageDecoder
 from ...registry import fetch_schema
-from .batches import RowError, error_column, local_text, replace_columns
+from .batches import RowError, error_column, local_text, replace_columns, valid
 from .driver import cache_key, id_column, newest_key, registry_parts, resolve_on_driver, self_contained, wants_prepass
 from .executor import ShippedSchemas, count_batch, schema_key, shared_decoder, use_backend
-from .headers import HeaderIds, decode_routed, valid
+from .headers import HeaderIds, decode_routed
 from .types import ERROR_TYPE, reader_struct, spark_type
 
 __all__ = ["DecodeJob", "decode"]

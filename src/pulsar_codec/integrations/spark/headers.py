@@ -19,13 +19,9 @@ import pyarrow.compute as pc
 from ... import wire
 from ...errors import DecodeError
 from ...pipeline import MessageDecoder
-from .batches import RowError, local_text
+from .batches import RowError, local_text, valid
 
-__all__ = ["HeaderIds", "decode_routed", "header_values", "valid"]
-
-
-def valid(arr: Any) -> Any:
-    return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+__all__ = ["HeaderIds", "decode_routed", "header_values"]
 
 
 def header_values(headers: Any, name: str, last: bool = False, value_type: Any = None) -> Any:
