@@ -100,8 +100,42 @@ def test_derived_schema_for_a_new_subject_is_named_after_it(backend):
 
 def test_incompatible_derived_schema_is_refused_by_the_subject(backend, reg):  # noqa: F811
     reg.register("orders-value", USER)
-    with pytest.raises(IncompatibleSchemaError):
-        pc.encode(_batch([{"other": "x"}]), reg, "orders-value")
+    with pytest.raises(IncompatibleSchemaError):  # "id" was a long: a string cannot be read as one
+        pc.encode(_batch([{"id": "x"}]), reg, "orders-value")
+    required = pa.schema([pa.field("other", pa.string(), nullable=False)])
+    with pytest.raises(IncompatibleSchemaError):  # a new field without a default cannot read the old rows
+        pc.encode(_batch([{"other": "x"}], required), reg, "orders-value")
+
+
+def test_derived_schema_does_not_depend_on_the_batch_s_nulls(backend, reg):  # noqa: F811
+    """The batches of one stream derive one schema, whether or not each happens to hold nulls; a
+    column added later is nullable with a null default, so the subject takes the new version."""
+    encoder = pc.MessageEncoder(reg, "stream-value")
+    first = encoder.encode(pa.table({"id": [1, None]}))
+    second = encoder.encode(pa.table({"id": [3, 4]}))
+    assert {m[:5] for m in first.to_pylist() + second.to_pylist()} == {first[0].as_py()[:5]}  # one schema id
+    assert reg.list_versions("stream-value") == [1]
+    assert json.loads(reg.get_latest("stream-value").schema)["fields"] == [
+        {"name": "id", "type": ["null", "long"], "default": None}
+    ]
+    third = encoder.encode(pa.table({"id": [5], "tag": ["x"]}))
+    assert reg.list_versions("stream-value") == [1, 2]
+    decoded = pc.decode(pa.concat_arrays([first, second, third]), reg)
+    assert decoded.to_pylist() == [
+        {"id": 1, "tag": None},
+        {"id": None, "tag": None},
+        {"id": 3, "tag": None},
+        {"id": 4, "tag": None},
+        {"id": 5, "tag": "x"},
+    ]
+    strict = pa.schema([pa.field("id", pa.int64(), nullable=False)])  # Arrow's flag says: never null
+    pc.encode(pa.table({"id": [1]}, strict), reg, "strict-value")
+    assert json.loads(reg.get_latest("strict-value").schema)["fields"] == [{"name": "id", "type": "long"}]
+    # ... but a field the subject's latest version lets be null stays nullable: "long" could not
+    # read the versions before it
+    strict = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("tag", pa.string(), nullable=False)])
+    pc.encode(pa.table({"id": [6], "tag": ["y"]}, strict), reg, "stream-value")
+    assert reg.list_versions("stream-value") == [1, 2]
 
 
 def test_use_latest_arguments():

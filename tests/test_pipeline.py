@@ -316,7 +316,9 @@ def test_the_avro_format_satisfies_the_interface():
         fmt.decode([base, fmt.plan(model, model)], [segment], False)
     derived = fmt.model_from_arrow(pa.schema([("a", pa.int32())]), "Thing")
     assert fmt.schema_key(derived) == fmt.schema_key(
-        avro.parse({"type": "record", "name": "Thing", "fields": [{"name": "a", "type": ["null", "int"]}]})
+        avro.parse(
+            {"type": "record", "name": "Thing", "fields": [{"name": "a", "type": ["null", "int"], "default": None}]}
+        )
     )
 
 

@@ -424,6 +424,33 @@ def test_encode_round_trip(spark, tmp_path, backend):
     reg.close()
 
 
+def test_encode_derives_after_the_subject_s_latest_version(spark, tmp_path):
+    """A derived schema takes the subject's record name and keeps nullable what the latest version
+    lets be null: a second job whose Spark columns are non-null (``range``, ``lit``), into a subject
+    another producer registered, writes without a refusal from the subject's compatibility."""
+    reg = LocalRegistry(tmp_path / "shape.db")
+    other = {
+        "type": "record",
+        "name": "User",
+        "namespace": "t",
+        "fields": [{"name": "id", "type": ["null", "long"], "default": None}, {"name": "name", "type": "string"}],
+    }
+    first = reg.register("users-value", json.dumps(other))
+    df = spark.range(3).select(F.struct("id", F.lit("x").alias("name")).alias("rec"))
+    assert not df.schema["rec"].dataType["id"].nullable  # Spark says: never null
+    out = pcs.encode(df, "rec", registry=reg, subject="users-value")
+    ids = {wire.CONFLUENT.unpack(r["value"])[0] for r in out.collect()}
+    latest = reg.get_latest("users-value")
+    writer = json.loads(latest.schema)
+    assert writer["name"] in ("User", "t.User") and writer.get("namespace", "t") == "t"
+    assert writer["fields"][0] == {"name": "id", "type": ["null", "long"], "default": None}
+    assert writer["fields"][1] == {"name": "name", "type": "string"}  # non-null here and in the subject
+    assert ids == {latest.schema_id} and latest.schema_id == first  # the same schema: no new version
+    back = pcs.decode(out.select("value"), registry=reg, reader_subject="users-value")
+    assert sorted(tuple(r["decoded"]) for r in back.collect()) == [(0, "x"), (1, "x"), (2, "x")]
+    reg.close()
+
+
 def test_encode_with_given_schema_and_mapping(spark):
     schema = {
         "type": "record",

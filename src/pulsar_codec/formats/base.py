@@ -150,6 +150,10 @@ class PayloadFormat(Protocol):
     gives, and ``type_name(model)``, the full name of a narrowed model's type. The pipeline then
     reads each row as the type its prefix names and keeps rows of other types out of the output.
 
+    A format whose derived schemas (:meth:`model_from_arrow`) tell nullable fields apart also has
+    ``nullable_fields(model)``, the top-level fields of a model that admit null: a schema derived
+    for a subject keeps those of the subject's latest version nullable.
+
     A format whose :meth:`decode` checks the ``prefix`` of framed segments itself, while it reads
     the rows (raising :class:`PrefixMismatch`), says so with ``checks_prefixes = True``; for any
     other the pipeline checks them (:func:`check_prefixes`, in the decoding thread) before it

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+
 from ..errors import SchemaError, SchemaNotFoundError
 from ..formats.base import PayloadFormat
 from ..registry.lookup import FetchedSchema
@@ -54,26 +56,73 @@ def lookup_id(registry: Any, subject: str, text: str, schema_type: str) -> Any:
     raise TypeError(f"the registry cannot look a schema up by subject ({type(registry).__name__})")
 
 
-def subject_record_name(registry: Any, subject: str | None, fmt: PayloadFormat) -> str:
-    """The full name of ``subject``'s latest record schema, else a name made from the subject."""
-    if subject is None:
-        return "Record"
-    if registry is not None and not isinstance(registry, Mapping):
-        try:
-            _, fetched = latest_version(registry, subject)
-            model = fmt.parse(fetched.schema, fetched.references or None)
-            name = getattr(model, "name", None)
-            if getattr(model, "type", None) == "record" and isinstance(name, str):
-                namespace = getattr(model, "namespace", None)
-                return f"{namespace}.{name}" if namespace else name
-        except (SchemaNotFoundError, SchemaError, TypeError):
-            pass
-        except Exception as exc:  # confluent-kafka's SchemaRegistryError for an unknown subject
-            if getattr(exc, "http_status_code", None) != 404:
-                raise
+def _subject_name(subject: str) -> str:
+    """A record name made from a subject (``orders-value`` -> ``orders``)."""
     base = subject.removesuffix("-value").removesuffix("-key")
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "Record"
     return "_" + name if name[0].isdigit() else name
+
+
+def _latest_model(registry: Any, subject: str, fmt: PayloadFormat) -> Any:
+    """``subject``'s latest schema parsed, or None (no such subject, another format, no registry)."""
+    if registry is None or isinstance(registry, Mapping):
+        return None
+    try:
+        _, fetched = latest_version(registry, subject)
+        if (fetched.schema_type or "AVRO").upper() != fmt.name:
+            return None
+        return fmt.parse(fetched.schema, fetched.references or None)
+    except (SchemaNotFoundError, SchemaError, TypeError):
+        return None
+    except Exception as exc:  # confluent-kafka's SchemaRegistryError for an unknown subject
+        if getattr(exc, "http_status_code", None) != 404:
+            raise
+        return None
+
+
+@dataclass(frozen=True)
+class SubjectShape:
+    """What a schema derived from Arrow for a subject takes from the subject's latest version.
+
+    Attributes
+    ----------
+    name : str
+        The latest record's full name (so a derived version stays compatible with it), else a name
+        made from the subject (``orders-value`` -> ``orders``), ``Record`` without a subject.
+    nullable : frozenset of str
+        The top-level fields the latest version lets be null: a derived version keeps them
+        nullable even when the data's schema says they never are (Spark's ``lit`` and ``range``
+        columns, an Arrow field declared non-null), since a reader that refuses null cannot read
+        the versions before it.
+    """
+
+    name: str
+    nullable: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, registry: Any, subject: str | None, fmt: PayloadFormat) -> SubjectShape:
+        """The shape of ``subject`` in ``registry`` (asked once: its latest version)."""
+        if subject is None:
+            return cls("Record")
+        model = _latest_model(registry, subject, fmt)
+        if model is None:
+            return cls(_subject_name(subject))
+        name = getattr(model, "name", None)
+        if getattr(model, "type", None) == "record" and isinstance(name, str):
+            namespace = getattr(model, "namespace", None)
+            name = f"{namespace}.{name}" if namespace else name
+        else:
+            name = _subject_name(subject)
+        nullable_fields = getattr(fmt, "nullable_fields", None)  # formats whose derivations mark nulls
+        return cls(name, nullable_fields(model) if callable(nullable_fields) else frozenset())
+
+    def derive(self, fmt: PayloadFormat, schema: Any) -> Any:
+        """The writer schema model ``fmt`` derives from the Arrow schema ``schema`` under this shape."""
+        if self.nullable:
+            schema = pa.schema(
+                [f.with_nullable(True) if f.name in self.nullable else f for f in schema], metadata=schema.metadata
+            )
+        return fmt.model_from_arrow(schema, name=self.name)
 
 
 def lone_subject(registry: Any) -> str | None:

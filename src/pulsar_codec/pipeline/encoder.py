@@ -17,7 +17,7 @@ from ..errors import EncodeError, SchemaError, SchemaNotFoundError
 from ..formats import DEFAULT_FORMAT, get_format
 from ..formats.base import PayloadEncoder
 from ..registry.lookup import RegistrySource, fetch_schema, portable
-from ._common import DEFAULT_CACHE_SIZE, ParsedSchema, latest_version, lookup_id, subject_record_name
+from ._common import DEFAULT_CACHE_SIZE, ParsedSchema, SubjectShape, latest_version, lookup_id
 
 __all__ = ["MessageEncoder"]
 
@@ -60,7 +60,10 @@ class MessageEncoder:
     A writer schema derived from Arrow is a record named after the subject: the full name of the
     subject's latest record when the subject has one (so a new version stays compatible), else the
     subject without its ``-value`` / ``-key`` suffix (``orders-value`` -> ``orders``), made a valid
-    Avro name.
+    Avro name. Its fields follow the Arrow schema, never a batch's data: a nullable Arrow field
+    (pyarrow's default) is ``["null", T]`` with a null default, and so is a field the subject's
+    latest version lets be null, whatever the Arrow flag says. The batches of a stream therefore
+    derive one schema, and a column added later makes a version the subject accepts.
 
     Notes
     -----
@@ -97,7 +100,7 @@ class MessageEncoder:
         self.use_latest = bool(use_latest)
         self.auto_register = bool(auto_register)
         self._latest_id: Any = None
-        self._record_name: str | None = None
+        self._shape: SubjectShape | None = None
         self._fmt = get_format(self.format)
         if message is not None and getattr(self._fmt, "select", None) is None:
             raise ValueError(f"message= applies to Protobuf schemas; this encoder writes {self.format}")
@@ -198,14 +201,15 @@ class MessageEncoder:
             with self._lock:
                 self._fixed = self._schema(model)
             return self._fixed
-        nulls = {name: data.column(name).null_count > 0 for name in data.schema.names}
-        return self._schema(self._fmt.model_from_arrow(data.schema, name=self._derived_name(), nulls=nulls))
+        # the Arrow schema (its fields' nullable flags) and the subject decide, never this batch's
+        # nulls: every batch of a stream derives the same schema
+        return self._schema(self._subject_shape().derive(self._fmt, data.schema))
 
-    def _derived_name(self) -> str:
-        """The record name of a schema derived from Arrow (see the class notes)."""
-        if self._record_name is None:
-            self._record_name = subject_record_name(self._registry.get(), self.subject, self._fmt)
-        return self._record_name
+    def _subject_shape(self) -> SubjectShape:
+        """What a derived schema takes from the subject's latest version (asked once; see the class notes)."""
+        if self._shape is None:
+            self._shape = SubjectShape.of(self._registry.get(), self.subject, self._fmt)
+        return self._shape
 
     def _id_for(self, writer: ParsedSchema) -> Any:
         if self.schema_id is not None:

@@ -16,7 +16,7 @@ from ._assemble import assemble, nbytes
 from ._pyvalues import row_shapes
 from .encoder import Encoder, schema_from_arrow
 from .plan import Layout, build_layout, build_plan
-from .schema import Schema, parse, to_json
+from .schema import Schema, admits_null, parse, to_json
 
 __all__ = ["AvroFormat", "AvroPlan", "FORMAT", "finish", "run"]
 
@@ -155,6 +155,10 @@ class AvroFormat:
         if b"avro.schema" in meta:
             return parse(meta[b"avro.schema"].decode("utf-8"))
         return schema_from_arrow(schema, name, None if nulls is None else dict(nulls))
+
+    def nullable_fields(self, model: Schema) -> frozenset[str]:
+        """The fields of a record ``model`` that admit null (none for another schema)."""
+        return frozenset(f.name for f in getattr(model, "fields", ()) if admits_null(f.type))
 
     def __repr__(self) -> str:
         return "<payload format AVRO>"

@@ -18,6 +18,16 @@ def _avro_of(t: pa.DataType, name: str, nullable: bool, names: set[str], depth: 
     return ["null", base] if nullable and not pa.types.is_null(t) else base
 
 
+def _avro_field(f: pa.Field, names: set[str], depth: int) -> dict[str, Any]:
+    """A record field for an Arrow field; a nullable one defaults to null, so that a version adding
+    it stays readable by (and can read) the versions without it."""
+    avro = _avro_of(f.type, f.name, f.nullable, names, depth)
+    field: dict[str, Any] = {"name": f.name, "type": avro}
+    if f.nullable or pa.types.is_null(f.type):
+        field["default"] = None
+    return field
+
+
 def _avro_type(t: pa.DataType, name: str, names: set[str], depth: int = 0) -> Any:  # noqa: C901
     if depth > MAX_DEPTH:  # deeper Avro would be refused by parse(); stop before Python's stack does
         raise SchemaError(f"Arrow type nested too deeply: more than {MAX_DEPTH} levels")
@@ -72,7 +82,7 @@ def _avro_type(t: pa.DataType, name: str, names: set[str], depth: int = 0) -> An
         return {
             "type": "record",
             "name": _unique(name, names),
-            "fields": [{"name": f.name, "type": _avro_of(f.type, f.name, f.nullable, names, depth + 1)} for f in t],
+            "fields": [_avro_field(f, names, depth + 1) for f in t],
         }
     if pa.types.is_union(t):
         return [_avro_type(f.type, f.name, names, depth + 1) for f in t]
@@ -94,16 +104,22 @@ def _unique(name: str, names: set[str]) -> str:
 
 
 def schema_from_arrow(schema: pa.Schema, name: str = "Record", nulls: dict[str, bool] | None = None) -> Schema:
-    """An Avro record schema for an Arrow schema. A top-level field is ``["null", T]`` when it is
-    nullable and (if ``nulls`` is given) actually holds nulls; nested fields follow Arrow's flag.
-    A dotted ``name`` is a full name: the part before the last dot becomes the namespace."""
+    """An Avro record schema for an Arrow schema.
+
+    A field is ``["null", T]`` with a null default when its Arrow field is nullable (pyarrow makes
+    every field nullable unless ``pa.field(..., nullable=False)`` says otherwise), so the schema
+    depends on the Arrow schema alone, never on whether a batch happens to hold nulls: the batches
+    of one stream derive one schema. ``nulls`` (optional) narrows the top-level fields to those it
+    marks True. A dotted ``name`` is a full name: the part before the last dot becomes the namespace.
+    """
     names: set[str] = set()
     namespace, _, local = name.rpartition(".")
     top = _unique(local, names)
     fields = []
     for f in schema:
-        nullable = f.nullable and (nulls is None or nulls.get(f.name, False))
-        fields.append({"name": f.name, "type": _avro_of(f.type, f.name, nullable, names, 1)})
+        if nulls is not None and f.nullable and not nulls.get(f.name, False):
+            f = f.with_nullable(False)
+        fields.append(_avro_field(f, names, 1))
     record: dict[str, Any] = {"type": "record", "name": top, "fields": fields}
     if namespace:
         record["namespace"] = namespace
@@ -115,5 +131,4 @@ def schema_for(batch: Any) -> Schema:
     meta = batch.schema.metadata or {}
     if b"avro.schema" in meta:
         return parse(meta[b"avro.schema"].decode("utf-8"))
-    nulls = {n: batch.column(n).null_count > 0 for n in batch.schema.names}
-    return schema_from_arrow(batch.schema, nulls=nulls)
+    return schema_from_arrow(batch.schema)

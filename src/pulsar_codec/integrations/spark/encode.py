@@ -18,6 +18,8 @@ from ... import wire
 from ..._kernels import _backend
 from ...formats import get_format
 from ...pipeline import MessageEncoder
+from ...pipeline._common import SubjectShape
+from ...registry.lookup import RegistrySource
 from .batches import replace_columns
 from .decode import check_protocol
 from .executor import shared_encoder, use_backend
@@ -71,13 +73,6 @@ class EncodeJob:
         return replace_columns(batch, {self.output: framed})
 
 
-def _avro_name(subject: str) -> str:
-    base = subject.removesuffix("-value")
-    base = base.removesuffix("-key")
-    name = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "Record"
-    return "_" + name if name[0].isdigit() else name
-
-
 def _body_schema(spark_type: Any) -> tuple[Any, bool]:
     """The Arrow schema of the batches the job encodes (the struct's fields, or one ``value``
     column), and whether the column is a struct."""
@@ -89,15 +84,19 @@ def _body_schema(spark_type: Any) -> tuple[Any, bool]:
     return pa.schema([pa.field("value", arrow)]), False
 
 
-def _writer_text(body: Any, is_struct: bool, subject: str, schema: Any, format: str | None = None) -> Any:
-    """The writer schema's text: ``schema``, or one derived from the batches' Arrow schema (for
-    Protobuf, the parsed model, which keeps the files it imports)."""
+def _writer_text(
+    body: Any, is_struct: bool, subject: str, schema: Any, format: str | None = None, registry: Any = None
+) -> Any:
+    """The writer schema's text: ``schema``, or one derived from the batches' Arrow schema the way
+    :class:`~pulsar_codec.pipeline.MessageEncoder` derives it (named and made nullable after the
+    subject's latest version in ``registry``, a client); for Protobuf, the parsed model, which
+    keeps the files it imports."""
     fmt = get_format(format)
     if schema is not None:
         if fmt.name == "PROTOBUF":
             return fmt.parse(schema)
         return fmt.schema_text(fmt.parse(schema))
-    model = fmt.model_from_arrow(body, name=_avro_name(subject))
+    model = SubjectShape.of(registry, subject, fmt).derive(fmt, body)
     if not is_struct:  # one value per message: the schema of the single field, not a record around it
         if fmt.name != "AVRO":
             raise ValueError(f"encoding a non-struct column as {fmt.name} is not supported: encode a struct column")
@@ -162,14 +161,19 @@ def encode(
         protocol = wire.CONFLUENT_PROTOBUF if protobuf else wire.CONFLUENT
     wire_protocol = wire.protocol_by_name(protocol) if protobuf else check_protocol(protocol)
     body, is_struct = _body_schema(df.schema[column].dataType)
-    text = _writer_text(body, is_struct, subject, schema, format)
-    options: dict[str, Any] = {"protocol": wire_protocol, "schema": text, "format": format}
-    if message is not None:
-        options["message"] = message
-    # register on the driver, through the encoder's own path (an empty batch registers, writes nothing)
-    registering = MessageEncoder(registry, subject, **options)
-    schema_id, _ = registering.encode_payloads(body.empty_table())
-    schema_id = int(schema_id)
+    client = RegistrySource(registry).get()
+    try:
+        text = _writer_text(body, is_struct, subject, schema, format, client)
+        options: dict[str, Any] = {"protocol": wire_protocol, "schema": text, "format": format}
+        if message is not None:
+            options["message"] = message
+        # register on the driver, through the encoder's own path (an empty batch registers, writes nothing)
+        registering = MessageEncoder(client, subject, **options)
+        schema_id, _ = registering.encode_payloads(body.empty_table())
+        schema_id = int(schema_id)
+    finally:
+        if client is not registry and hasattr(client, "close"):  # built here from a URL, path or config
+            client.close()
     encoder = MessageEncoder({}, subject, schema_id=schema_id, **options)
     keep = [f for f in df.schema.fields if f.name != output]
     out_schema = StructType(keep + [StructField(output, BinaryType(), True)])

@@ -136,7 +136,7 @@ class PartEncoder:
             fmt = fmt or fetched.schema_type
         else:
             body, is_struct = _body_schema(spark_type)
-            text = _writer_text(body, is_struct, subject, options.get(f"{prefix}schema"), fmt)
+            text = _writer_text(body, is_struct, subject, options.get(f"{prefix}schema"), fmt, registry)
             registering = MessageEncoder(
                 registry,
                 subject,
