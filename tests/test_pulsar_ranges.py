@@ -120,6 +120,30 @@ class _NoLastIds(_Client):
         return Consumer()
 
 
+class _FirstMessagesArriving(_Client):
+    """A client of a broker that answered "no last id" while the partition was empty, then got its
+    first messages: the first question fails the way pulsar-lite's does, the next ones are real."""
+
+    def subscribe(self, *args, **kwargs):
+        consumer = self.real.subscribe(*args, **kwargs)
+        log = self.log
+
+        class Consumer:
+            def get_last_message_id(self):
+                log["asked"] += 1
+                if log["asked"] == 1:
+                    raise pulsar.UnknownError("no last id for an empty partition (test)")
+                return consumer.get_last_message_id()
+
+            def unsubscribe(self):
+                consumer.unsubscribe()
+
+            def close(self):
+                consumer.close()
+
+        return Consumer()
+
+
 @pytest.fixture
 def batched_topic(pulsar_broker, pulsar_client, pulsar_topic):
     """A topic of MESSAGES messages sent with batching (a few entries of many messages)."""
@@ -141,6 +165,16 @@ def test_entry_batch_size_comes_from_the_serialized_id(pulsar_client, batched_to
     producer.close()
     assert entry_batch_size(plain) == 0
     assert entry_batch_size(_pulsar.MessageId(0, 5, 7, -1)) == 0
+
+
+def test_the_last_id_of_a_partition_getting_its_first_messages(pulsar_client, batched_topic):
+    """The broker's error meant "empty" when asked, but the short read finds messages: ask again
+    (a stream on an empty topic must not fail when its first messages arrive)."""
+    fake = _FirstMessagesArriving(pulsar_client)
+    last = last_message_id(fake, batched_topic)
+    assert fake.log["asked"] == 2
+    final = _all_ids(pulsar_client, batched_topic)[-1]
+    assert (last.ledger_id(), last.entry_id()) == (final.ledger_id(), final.entry_id())
 
 
 def test_whole_topic_without_has_message_available(pulsar_client, batched_topic):

@@ -29,7 +29,7 @@ from pulsar_codec import spark as pcs
 from pulsar_codec.errors import ErrorCode, SchemaError
 from pulsar_codec.integrations.spark.pulsar_options import OffsetSpec, registry_config
 from pulsar_codec.integrations.spark.pulsar_sink import SinkPlan
-from pulsar_codec.integrations.spark.pulsar_source import PulsarDataSource, SourcePlan
+from pulsar_codec.integrations.spark.pulsar_source import PulsarBatchReader, PulsarDataSource, SourcePlan
 from pulsar_codec.registry import LocalRegistry
 
 pytest_plugins = ["spark_fixtures", "pulsar_fixtures"]
@@ -220,6 +220,16 @@ def test_batch_read_between_offsets(spark, registered, pulsar_broker, users_topi
     assert read_range(starting_offsets=json.dumps({topic: offset_of(ids[9])})) == expected[10:]
     assert read_range(starting_offsets="latest") == []
     assert read_range(starting_offsets=json.dumps({topic: "latest"}), ending_offsets="latest") == []
+
+    # an end past the last message (an id of later entries) ends at the last message: the planned
+    # range is cut there, so no reader waits for entries that do not exist
+    last = ids[-1]
+    beyond = _pulsar.MessageId(-1, last.ledger_id(), last.entry_id() + 5, -1)
+    assert read_range(ending_offsets=json.dumps({topic: offset_of(beyond)})) == expected
+    options = {"service_url": pulsar_broker.url, "topics": topic, "decode": "false"}
+    plan = SourcePlan.from_options({**options, "ending_offsets": json.dumps({topic: offset_of(beyond)})})
+    (planned,) = PulsarBatchReader(plan, None).partitions()
+    assert id_parts(_pulsar.MessageId.deserialize(base64.b64decode(planned.end)))[:2] == id_parts(last)[:2]
 
 
 # -- KeyValue topics ---------------------------------------------------------------------------------

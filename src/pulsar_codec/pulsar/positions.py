@@ -43,6 +43,10 @@ Position = tuple[int, int, int]
 #: How long a short read waits to settle what a broker's error left open (an empty partition).
 PROBE_MS = 500
 
+#: How often :func:`last_message_id` asks a broker that answered with an error while the partition
+#: got its first messages (each ask after a short read found one).
+LAST_ID_ASKS = 3
+
 #: Readers reopened after a read times out, before the broker is asked whether it has more:
 #: pulsar-lite at times stops dispatching to a reader of a long topic.
 REOPENS = 2
@@ -131,16 +135,23 @@ def last_message_id(client: Any, topic: str) -> Any:
 
     Asked of the broker through a subscription made for the question and removed right after; no
     message is read for it. A broker that cannot answer for a partition without messages
-    (pulsar-lite replies with an error) is taken at its word only after a short read finds nothing.
+    (pulsar-lite replies with an error) is taken at its word only after a short read finds nothing;
+    when that read finds a message (the partition's first ones arrived meanwhile), the broker is
+    asked again, up to :data:`LAST_ID_ASKS` times in all.
     """
     native, pulsar = _sdk()
     consumer = client.subscribe(topic, f"pulsar-codec-offsets-{uuid.uuid4().hex}", receiver_queue_size=1)
     try:
-        found = consumer.get_last_message_id()
-    except pulsar.UnknownError:
-        if first_message(client, topic, native.MessageId.earliest, PROBE_MS) is not None:
-            raise
-        found = native.MessageId.earliest
+        for ask in range(1, LAST_ID_ASKS + 1):
+            try:
+                found = consumer.get_last_message_id()
+                break
+            except pulsar.UnknownError:
+                if first_message(client, topic, native.MessageId.earliest, PROBE_MS) is None:
+                    found = native.MessageId.earliest
+                    break
+                if ask == LAST_ID_ASKS:
+                    raise
     finally:
         try:
             consumer.unsubscribe()

@@ -357,7 +357,8 @@ class PulsarBatchReader(DataSourceReader):
 
     def partitions(self) -> list[PulsarPartition]:
         """The ranges ``(starting_offsets, ending_offsets]`` of every topic-partition, ``latest``
-        taken from the broker now."""
+        taken from the broker now; a given end past a partition's last message ends at that
+        message (a read never waits for messages that are not there yet)."""
         plan = self.plan
         client = new_client(plan.service_url, plan.timeout_ms)
         try:
@@ -365,6 +366,10 @@ class PulsarBatchReader(DataSourceReader):
             for topic in plan.partition_topics(client):
                 start = plan.resolve(client, plan.starting, topic)
                 end = plan.resolve(client, plan.ending, topic)
+                if plan.ending.for_partition(topic) != LATEST and end != EARLIEST:
+                    last = last_message_id(client, topic)
+                    if position(decode_offset(end)) > position(last):
+                        end = encode_offset(last)
                 if end != EARLIEST and position(decode_offset(end)) > position(decode_offset(start)):
                     found.append(PulsarPartition(topic, start, end))
             return found
