@@ -597,3 +597,24 @@ def test_writer_killed_with_sigkill_leaves_a_database_that_reopens(tmp_path):
         assert len(ids) >= 20 and sorted(ids) == list(range(1, len(ids) + 1))
         new_id = reg.register("after", V1)
         assert new_id == max(ids) + 1
+
+
+def test_a_write_reaches_the_database_file_while_other_connections_stay_open(tmp_path):
+    """A Spark worker's registry connection is never closed (the process is killed): the schemas
+    must still be in the database file itself, so a copy of that file alone holds them."""
+    import shutil
+
+    path = tmp_path / "schemas.db"
+    reader = LocalRegistry(path)
+    assert reader.list_subjects() == []  # an open connection, like an executor's
+    writer = LocalRegistry(path)
+    schema_id = writer.register("orders-value", json.dumps({"type": "record", "name": "O", "fields": []}))
+    writer.close()
+    shutil.copyfile(path, tmp_path / "copy.db")  # the file alone, without its -wal
+    copy = LocalRegistry(tmp_path / "copy.db", create=False)
+    try:
+        assert copy.list_subjects() == ["orders-value"]
+        assert copy.get_latest("orders-value").schema_id == schema_id
+    finally:
+        copy.close()
+        reader.close()

@@ -76,6 +76,7 @@ from .config import RegistryConfig
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "LocalRegistry"]
 
 DEFAULT_LOCK_TIMEOUT = 30.0  # seconds a write waits for another writer
+_BEGIN_WRITE = "BEGIN IMMEDIATE"  # a write transaction: takes the write lock at once
 _MAX_ID = 2**63 - 1  # SQLite's integer range: a larger id is not in any registry
 _TABLES = frozenset({"schemas", "versions", "config"})
 
@@ -405,6 +406,14 @@ class LocalRegistry(Registry):
             except sqlite3.Error as exc:
                 self._rollback(conn)
                 raise self._database_error(exc) from exc
+            if begin == _BEGIN_WRITE and not self._memory:
+                # move the write from the WAL into the database file now: SQLite does it only when
+                # the last connection closes, which a killed process (a Spark worker) never does,
+                # and a database file copied without its -wal file would lack the schema
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                except sqlite3.Error:  # the write is committed; the next checkpoint moves it
+                    pass
 
     def _database_error(self, exc: sqlite3.Error) -> RegistryError:
         return RegistryError(f"registry database {self._path}: {exc}", error_code=ErrorCodes.STORE_ERROR)
@@ -415,7 +424,7 @@ class LocalRegistry(Registry):
             conn.execute("ROLLBACK")
 
     def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        return self._transaction("BEGIN IMMEDIATE")
+        return self._transaction(_BEGIN_WRITE)
 
     def _read(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return self._transaction("BEGIN")
