@@ -515,6 +515,20 @@ def test_sink_flat_columns_and_binary_values(spark, registered, pulsar_broker, t
 # -- options, refused before any task runs ----------------------------------------------------------
 
 
+def test_an_unreachable_broker_is_one_error_naming_it(spark, registered):
+    from pulsar_codec.cli._broker import free_port
+    from pulsar_codec.errors import BrokerUnreachableError
+
+    url = f"pulsar://127.0.0.1:{free_port()}"  # nothing listens there
+    plan = SourcePlan.from_options({"service_url": url, "topics": "a", "decode": "false", "timeout_ms": "1500"})
+    with pytest.raises(BrokerUnreachableError, match=f"{url} did not answer within 1500 ms") as caught:
+        PulsarBatchReader(plan, None).partitions()
+    assert caught.value.service_url == url
+    df = spark.read.format("pulsar").options(service_url=url, topics="a", decode="false", timeout_ms="1500").load()
+    with pytest.raises(Exception, match="BrokerUnreachableError"):
+        df.count()
+
+
 def test_option_errors(spark, registered, pulsar_broker, tmp_path):
     registry_path = str(tmp_path / "schemas.db")
     LocalRegistry(registry_path).close()
@@ -531,6 +545,12 @@ def test_option_errors(spark, registered, pulsar_broker, tmp_path):
         OffsetSpec.parse('{"a": "nope"}', "earliest", "starting_offsets")
     with pytest.raises(ValueError, match="positive integer"):
         SourcePlan.from_options({**base, "decode": "false", "max_records_per_trigger": "0"})
+    with pytest.raises(ValueError, match=r"'starting_offsets' names persistent://public/default/other, which is not"):
+        SourcePlan.from_options({**base, "decode": "false", "starting_offsets": '{"other": "earliest"}'})
+    with pytest.raises(ValueError, match="'ending_offsets' names"):
+        SourcePlan.from_options({**base, "decode": "false", "ending_offsets": '{"b-partition-0": "latest"}'})
+    partition = SourcePlan.from_options({**base, "decode": "false", "starting_offsets": '{"a-partition-1": "latest"}'})
+    assert partition.starting.for_partition("persistent://public/default/a-partition-1") == "latest"
     with pytest.raises(ValueError, match="registry_auth"):
         registry_config({"registry": "http://127.0.0.1:1", "registry_auth": "nocolon"})
     config = registry_config({"registry": "http://127.0.0.1:1", "registry_auth": "me:secret"})

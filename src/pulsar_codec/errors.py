@@ -18,6 +18,7 @@ from ._kernels import defs
 
 __all__ = [
     "PulsarCodecError",
+    "BrokerUnreachableError",
     "SchemaError",
     "DecodeError",
     "EncodeError",
@@ -157,6 +158,20 @@ class RegistryUnreachableError(RegistryError):
 
     A later retry may succeed, so callers treat it as transient (the CLI exits with code 5).
     """
+
+
+class BrokerUnreachableError(PulsarCodecError, ConnectionError):
+    """A Pulsar broker could not be reached, or did not answer within the timeout given.
+
+    Attributes
+    ----------
+    service_url : str
+        The broker asked.
+    """
+
+    def __init__(self, message: str, *, service_url: str) -> None:
+        super().__init__(message)
+        self.service_url = service_url
 
 
 class ErrorCode(enum.IntEnum):

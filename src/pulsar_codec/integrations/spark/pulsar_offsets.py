@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
 
+from ...errors import BrokerUnreachableError
 from ...pulsar.positions import (
     PROBE_MS,
     WHOLE_ENTRY,
@@ -41,6 +43,7 @@ __all__ = [
     "EARLIEST",
     "LATEST",
     "Position",
+    "broker_calls",
     "decode_offset",
     "encode_offset",
     "last_message_id",
@@ -108,6 +111,21 @@ def new_client(service_url: str, timeout_ms: int) -> Any:
         connection_timeout_ms=timeout_ms,
         logger=pulsar.ConsoleLogger(native.LoggerLevel.Warn),
     )
+
+
+@contextlib.contextmanager
+def broker_calls(service_url: str, timeout_ms: int) -> Iterator[None]:
+    """Turn pulsar-client's "no connection" and "no answer in time" errors into one
+    :class:`~pulsar_codec.errors.BrokerUnreachableError` naming the broker and the timeout."""
+    _, pulsar = _sdk()
+    try:
+        yield
+    except (pulsar.ConnectError, pulsar.Timeout) as exc:
+        raise BrokerUnreachableError(
+            f"the Pulsar broker {service_url} did not answer within {timeout_ms} ms ({exc}); "
+            "check service_url (the option timeout_ms sets the wait)",
+            service_url=service_url,
+        ) from None
 
 
 def shared_client(service_url: str, timeout_ms: int) -> Any:

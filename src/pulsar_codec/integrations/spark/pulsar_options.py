@@ -214,6 +214,20 @@ class OffsetSpec:
             pairs.append((full_topic(topic), value))
         return cls(default, tuple(pairs))
 
+    def check_topics(self, name: str, topics: tuple[str, ...], pattern: PatternTopics | None = None) -> None:
+        """Refuse offsets for a topic the query does not read (a typo would silently read the
+        partition from the default instead): each must be one of ``topics`` or one of their
+        partitions, or, with ``pattern``, a topic it matches."""
+        for topic, _ in self.per_topic:
+            base = split_partition(topic)[0]
+            if pattern is not None:
+                if not pattern.pattern.select([base]):
+                    raise ValueError(
+                        f"option {name!r} names {topic}, which topics_pattern {pattern.pattern.text!r} does not match"
+                    )
+            elif base not in topics:
+                raise ValueError(f"option {name!r} names {topic}, which is not one of the topics read: {list(topics)}")
+
     def for_partition(self, partition_topic: str) -> str:
         """The offset word or id of one partition."""
         given = dict(self.per_topic)

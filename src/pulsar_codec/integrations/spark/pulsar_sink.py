@@ -66,7 +66,7 @@ from ...pipeline._common import latest_version
 from ...pulsar._sdk import check_key_encoding
 from .encode import EncodeJob, _body_schema, _writer_text
 from .executor import shared_encoder, use_backend
-from .pulsar_offsets import shared_client, split_partition
+from .pulsar_offsets import broker_calls, shared_client, split_partition
 from .pulsar_options import flag, full_topic, positive_int, registry_config, required
 
 __all__ = [
@@ -335,12 +335,13 @@ class SinkPlan:
         value_encoder = self.value.local()
         key_encoder = None if self.key is None else self.key.local()
         client = shared_client(self.service_url, self.timeout_ms)
-        producer = client.create_producer(
-            self.topic,
-            batching_enabled=True,
-            block_if_queue_full=True,
-            send_timeout_millis=self.timeout_ms,
-        )
+        with broker_calls(self.service_url, self.timeout_ms):
+            producer = client.create_producer(
+                self.topic,
+                batching_enabled=True,
+                block_if_queue_full=True,
+                send_timeout_millis=self.timeout_ms,
+            )
         lock = threading.Lock()
         failures: list[str] = []
         sent = acked = size = 0

@@ -91,6 +91,7 @@ from .executor import ShippedSchemas, use_backend
 from .pulsar_offsets import (
     EARLIEST,
     LATEST,
+    broker_calls,
     decode_offset,
     encode_offset,
     last_message_id,
@@ -218,11 +219,15 @@ class SourcePlan:
             value = ValueReader.resolve(options, config, topics, protocol, "value")
             if kv_encoding is not None:
                 key = ValueReader.resolve(options, config, topics, protocol, "key")
+        starting = OffsetSpec.parse(options.get("starting_offsets"), EARLIEST, "starting_offsets")
+        ending = OffsetSpec.parse(options.get("ending_offsets"), LATEST, "ending_offsets")
+        starting.check_topics("starting_offsets", topics, pattern)
+        ending.check_topics("ending_offsets", topics, pattern)
         return cls(
             service_url=required(options, "service_url"),
             topics=topics,
-            starting=OffsetSpec.parse(options.get("starting_offsets"), EARLIEST, "starting_offsets"),
-            ending=OffsetSpec.parse(options.get("ending_offsets"), LATEST, "ending_offsets"),
+            starting=starting,
+            ending=ending,
             timeout_ms=positive_int(options, "timeout_ms", DEFAULT_TIMEOUT_MS) or DEFAULT_TIMEOUT_MS,
             max_records=positive_int(options, "max_records_per_trigger", None),
             value=value,
@@ -307,7 +312,7 @@ class SourcePlan:
             self.key_encoding,
             self.backend,
         )
-        with use_backend(self.backend):
+        with use_backend(self.backend), broker_calls(self.service_url, self.timeout_ms):
             for raw in read_range(
                 client,
                 partition.topic,
@@ -362,17 +367,18 @@ class PulsarBatchReader(DataSourceReader):
         plan = self.plan
         client = new_client(plan.service_url, plan.timeout_ms)
         try:
-            found = []
-            for topic in plan.partition_topics(client):
-                start = plan.resolve(client, plan.starting, topic)
-                end = plan.resolve(client, plan.ending, topic)
-                if plan.ending.for_partition(topic) != LATEST and end != EARLIEST:
-                    last = last_message_id(client, topic)
-                    if position(decode_offset(end)) > position(last):
-                        end = encode_offset(last)
-                if end != EARLIEST and position(decode_offset(end)) > position(decode_offset(start)):
-                    found.append(PulsarPartition(topic, start, end))
-            return found
+            with broker_calls(plan.service_url, plan.timeout_ms):
+                found = []
+                for topic in plan.partition_topics(client):
+                    start = plan.resolve(client, plan.starting, topic)
+                    end = plan.resolve(client, plan.ending, topic)
+                    if plan.ending.for_partition(topic) != LATEST and end != EARLIEST:
+                        last = last_message_id(client, topic)
+                        if position(decode_offset(end)) > position(last):
+                            end = encode_offset(last)
+                    if end != EARLIEST and position(decode_offset(end)) > position(decode_offset(start)):
+                        found.append(PulsarPartition(topic, start, end))
+                return found
         finally:
             client.close()
 
@@ -417,15 +423,17 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict[str, str]:
         """``starting_offsets`` of every partition (``latest``: the broker's last id now)."""
         client = self._broker()
-        partitions = self.plan.partition_topics(client, self.plan.current_topics())
-        return {t: self.plan.resolve(client, self.plan.starting, t) for t in sorted(partitions)}
+        with broker_calls(self.plan.service_url, self.plan.timeout_ms):
+            partitions = self.plan.partition_topics(client, self.plan.current_topics())
+            return {t: self.plan.resolve(client, self.plan.starting, t) for t in sorted(partitions)}
 
     def _lasts(self) -> dict[str, Any]:
         # with topics_pattern the topics are listed again: a new one joins with no start offset,
         # so latestOffset and partitions read it from earliest
         client = self._broker()
-        partitions = self.plan.partition_topics(client, self.plan.current_topics())
-        return {t: last_message_id(client, t) for t in sorted(partitions)}
+        with broker_calls(self.plan.service_url, self.plan.timeout_ms):
+            partitions = self.plan.partition_topics(client, self.plan.current_topics())
+            return {t: last_message_id(client, t) for t in sorted(partitions)}
 
     def getDefaultReadLimit(self) -> Any:
         """``ReadMaxRows(max_records_per_trigger)`` when the option is set."""
