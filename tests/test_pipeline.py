@@ -202,6 +202,23 @@ def test_decode_payloads_with_per_row_ids(backend):
         decoder.decode_payloads(bodies, [1, None, None, 1])
 
 
+def test_decode_payloads_with_pip420_metadata_ids(backend):
+    """PIP-420 ``MessageMetadata.schema_id`` bytes as the client gives them: ``FF`` then the id."""
+    decoder = MessageDecoder({1: V1, 2: V2})
+    bodies = encode(V1, [{"id": 1}]) + encode(V2, [{"id": 2, "tag": "b"}]) + [None]
+    expected = [{"id": 1, "tag": None}, {"id": 2, "tag": "b"}, {"id": None, "tag": None}]
+    metadata = [b"\xff\x00\x00\x00\x01", b"\xff\x00\x00\x00\x02", None]
+    assert decoder.decode_payloads(bodies, metadata).to_pylist() == expected
+    assert decoder.decode_payloads(bodies, pa.array(metadata, pa.binary())).to_pylist() == expected
+    assert decoder.decode_payloads(bodies, [b"\x01", b"\x00\x02", None]).to_pylist() == expected  # no magic byte
+    one = MessageDecoder({1: V1}).decode_payloads(bodies[:1], b"\xff\x00\x00\x00\x01")
+    assert one.to_pylist() == [{"id": 1}]
+    with pytest.raises(ValueError, match="no PIP-420 schema id"):
+        decoder.decode_payloads(bodies[:1], b"\xff")
+    with pytest.raises(ValueError, match="no id for payload 0"):  # nine bytes: no id
+        decoder.decode_payloads(bodies, [bytes(9), b"\x02", None])
+
+
 def test_decode_payloads_by_guid_and_errors(backend):
     guid = uuid.UUID("12345678-1234-5678-1234-567812345678")
     decoder = MessageDecoder({str(guid): V1}, on_error="null")

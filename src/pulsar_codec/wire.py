@@ -87,6 +87,7 @@ __all__ = [
     "strip_pulsar_schema_id",
     "is_keyvalue_schema_id",
     "strip_pulsar_schema_ids",
+    "pulsar_schema_id_ints",
     "apicurio_header_value",
     "apicurio_header_id",
     "CONFLUENT_KEY_SCHEMA_ID_HEADER",
@@ -664,6 +665,36 @@ def strip_pulsar_schema_ids(metadata_schema_ids: Any) -> tuple[pa.Array, pa.Arra
 
 
 # -- Apicurio header values ---------------------------------------------------------------------
+
+
+def pulsar_schema_id_ints(metadata_schema_ids: Any) -> pa.Array:
+    """The integer ids of PIP-420 ``schema_id`` values (``int64``): an optional ``FF`` magic byte,
+    then a big-endian id of 1 to 8 bytes. A null value, or one of another length, gives null."""
+    chunks, total = binary_chunks(metadata_schema_ids)
+    out = np.zeros(total, dtype=np.int64)
+    valid = np.ones(total, dtype=bool)
+    for chunk in chunks:
+        data = np.frombuffer(chunk.data, dtype=np.uint8) if chunk.data is not None else np.zeros(0, np.uint8)
+        starts = chunk.offsets[:-1].astype(np.int64)
+        ends = chunk.offsets[1:].astype(np.int64)
+        rows = slice(chunk.row, chunk.row + chunk.length)
+        ok = np.ones(chunk.length, dtype=bool) if chunk.validity is None else chunk.validity.copy()
+        if len(data):
+            has_magic = (ends > starts) & (data[np.minimum(starts, len(data) - 1)] == 0xFF)
+        else:
+            has_magic = np.zeros(chunk.length, dtype=bool)
+        starts = starts + has_magic
+        lengths = ends - starts
+        ok &= (lengths >= 1) & (lengths <= 8)
+        ids = np.zeros(chunk.length, dtype=np.uint64)
+        for k in range(8):  # at most 8 vectorised passes, one per id byte
+            take = ok & (lengths > k)
+            if not take.any():
+                break
+            ids[take] = (ids[take] << np.uint64(8)) | data[starts[take] + k].astype(np.uint64)
+        out[rows] = ids.view(np.int64)
+        valid[rows] = ok
+    return pa.array(out, pa.int64(), mask=~valid)
 
 
 def apicurio_header_value(schema_id: int) -> bytes:

@@ -135,6 +135,25 @@ def _per_row_ids(values: Any) -> np.ndarray | list[Any]:
     return items
 
 
+def _metadata_ids(schema_ids: Any) -> Any:
+    """``schema_ids`` with PIP-420 ``schema_id`` bytes read as the integer ids they hold."""
+    if isinstance(schema_ids, (bytes, bytearray, memoryview)):
+        found = wire.pulsar_schema_id_ints(pa.array([bytes(schema_ids)], pa.binary()))[0].as_py()
+        if found is None:
+            raise ValueError(
+                f"schema id bytes {bytes(schema_ids).hex()!r} are no PIP-420 schema id (an optional FF byte, then 1 to 8 bytes)"
+            )
+        return found
+    if isinstance(schema_ids, (pa.Array, pa.ChunkedArray)):
+        kind = schema_ids.type
+        if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_binary_view(kind):
+            return wire.pulsar_schema_id_ints(schema_ids)
+        return schema_ids
+    if isinstance(schema_ids, (list, tuple)) and any(isinstance(v, (bytes, bytearray, memoryview)) for v in schema_ids):
+        return wire.pulsar_schema_id_ints(pa.array([None if v is None else bytes(v) for v in schema_ids], pa.binary()))
+    return schema_ids
+
+
 def _with_paths(keys: list[np.ndarray], paths: list[Any]) -> tuple[list[np.ndarray], list[tuple[int, ...]]]:
     """Per-row keys extended with the row's message-index path, numbered across all chunks:
     ``(keys, distinct paths)``; the keys sort by registry key, then path number. When every row
@@ -726,13 +745,16 @@ class MessageDecoder:
             Payload bodies without a wire prefix; null payloads give null rows.
         schema_ids : id, or a sequence / array of one id per payload
             One id for every row (an int, ``uuid.UUID`` or tuple), or per-row ids (a null id is
-            allowed where the payload is null).
+            allowed where the payload is null). PIP-420 ``MessageMetadata.schema_id`` bytes (an
+            optional ``FF`` magic byte, then a big-endian id of 1 to 8 bytes) are read as the
+            integer id they hold, one value or a binary array / sequence of them.
 
         Returns
         -------
         pa.RecordBatch, or Decoded with ``on_error="null"`` (offsets are inside the payload)
         """
         keep_going = self._keep_going
+        schema_ids = _metadata_ids(schema_ids)
         chunks, total = binary_chunks(payloads)
         per_row = not isinstance(schema_ids, (int, np.integer, uuid.UUID, tuple, str)) and schema_ids is not None
         errors: list[tuple[Any, ...]] = []

@@ -21,7 +21,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ... import wire
-from ..._arrow import binary_chunks
 from ...errors import DecodeError, SchemaNotFoundError
 from ...formats import get_format
 from ...registry import FetchedSchema, RegisteredSchema, RegistryConfig, fetch_schema, schema_text
@@ -97,7 +96,7 @@ def frame_ids(messages: Any, protocol: wire.Protocol) -> set[Any]:
 
 def id_column(arr: Any) -> Any:
     """An int64 schema-id array from an integer column, or from a binary one (PIP-420
-    ``schema_id`` bytes: an optional ``FF`` magic byte, then a big-endian id of 1 to 8 bytes)."""
+    ``schema_id`` bytes, :func:`pulsar_codec.wire.pulsar_schema_id_ints`)."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     if pa.types.is_integer(arr.type):
@@ -106,31 +105,7 @@ def id_column(arr: Any) -> Any:
         pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type) or pa.types.is_fixed_size_binary(arr.type)
     ):
         raise TypeError(f"schema_id_column must hold integers or binary ids, not {arr.type}")
-    chunks, total = binary_chunks(arr.cast(pa.binary()) if pa.types.is_fixed_size_binary(arr.type) else arr)
-    out = np.zeros(total, dtype=np.int64)
-    valid = np.ones(total, dtype=bool)
-    for chunk in chunks:
-        data = np.frombuffer(chunk.data, dtype=np.uint8) if chunk.data is not None else np.zeros(0, np.uint8)
-        starts = chunk.offsets[:-1].astype(np.int64)
-        ends = chunk.offsets[1:].astype(np.int64)
-        rows = slice(chunk.row, chunk.row + chunk.length)
-        ok = np.ones(chunk.length, dtype=bool) if chunk.validity is None else chunk.validity.copy()
-        if len(data):
-            has_magic = (ends > starts) & (data[np.minimum(starts, len(data) - 1)] == 0xFF)
-        else:
-            has_magic = np.zeros(chunk.length, dtype=bool)
-        starts = starts + has_magic
-        lengths = ends - starts
-        ok &= (lengths >= 1) & (lengths <= 8)
-        ids = np.zeros(chunk.length, dtype=np.uint64)
-        for k in range(8):  # at most 8 vectorised passes, one per id byte
-            take = ok & (lengths > k)
-            if not take.any():
-                break
-            ids[take] = (ids[take] << np.uint64(8)) | data[starts[take] + k].astype(np.uint64)
-        out[rows] = ids.view(np.int64)
-        valid[rows] = ok
-    return pa.array(out, pa.int64(), mask=~valid)
+    return wire.pulsar_schema_id_ints(arr.cast(pa.binary()) if pa.types.is_fixed_size_binary(arr.type) else arr)
 
 
 def _prefix_shape(protocol: wire.Protocol) -> tuple[int, tuple[int, ...]]:
