@@ -10,6 +10,7 @@ import pytest
 
 from pulsar_codec.errors import RegistryError, SchemaNotFoundError
 from pulsar_codec.registry import (
+    ConfluentRegistry,
     FetchedSchema,
     LocalRegistry,
     RegisteredSchema,
@@ -152,3 +153,20 @@ def test_new_limits_travel_with_the_config(tmp_path):
     with pytest.raises(RegistryError, match="no registry database"):
         RegistryConfig(path=str(tmp_path / "absent.db")).build(create=False)
     assert not (tmp_path / "absent.db").exists()
+
+
+def test_a_client_pickles_as_its_config(tmp_path):
+    """Pickling a registry client sends its RegistryConfig: the other side opens its own client."""
+    local = LocalRegistry(tmp_path / "schemas.db")
+    schema_id = local.register("orders-value", '"long"')
+    copy = pickle.loads(pickle.dumps(local))
+    try:
+        assert isinstance(copy, LocalRegistry) and copy is not local
+        assert copy.config == local.config and copy.get_schema(schema_id).schema == '"long"'
+    finally:
+        copy.close()
+        local.close()
+    remote = ConfluentRegistry("http://127.0.0.1:1", auth=("me", "secret"))
+    assert pickle.loads(pickle.dumps(remote)).config == remote.config  # credentials travel, never in a repr
+    with pytest.raises(TypeError, match="in-memory LocalRegistry cannot be pickled"):
+        pickle.dumps(LocalRegistry(":memory:"))

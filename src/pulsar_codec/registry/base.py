@@ -234,6 +234,20 @@ class Registry(abc.ABC):
     ``"latest"`` (``-1`` means latest too).
     """
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled as its ``config`` (a :class:`~pulsar_codec.registry.RegistryConfig`): unpickling
+        opens a client of its own, as a Spark executor or another process needs. An in-memory
+        registry refuses, since its schemas exist in this process only."""
+        config = getattr(self, "config", None)
+        if config is None:
+            raise TypeError(f"{type(self).__name__} has no RegistryConfig to travel as; pass a RegistryConfig")
+        if config.is_memory:
+            raise TypeError(
+                "an in-memory LocalRegistry cannot be pickled: its schemas live in this process only "
+                "(use a registry file or a registry URL)"
+            )
+        return (type(config).build, (config,))
+
     def register(self, subject: str, schema: Any, schema_type: str = "AVRO", references: Any = None) -> int:
         """Register ``schema`` under ``subject`` (after the compatibility check) and return its id.
 
