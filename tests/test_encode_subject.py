@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import pulsar_codec as pc
-from pulsar_codec.errors import IncompatibleSchemaError, SchemaNotFoundError
+from pulsar_codec.errors import EncodeError, IncompatibleSchemaError, SchemaNotFoundError
 from pulsar_codec.pipeline import MessageEncoder
 from pulsar_codec.registry import LocalRegistry
 from test_serde import USER, ck_client, ck_deserializer, ck_serializer, ctx, reg, server, user  # noqa: F401
@@ -39,6 +39,9 @@ def test_use_latest_writes_confluent_kafka_s_version(backend, reg, ck_client):  
     deserializer = ck_deserializer(ck_client)
     assert [deserializer(m, ctx("orders")) for m in framed.to_pylist()] == rows
     assert reg.list_versions("orders-value") == [1]  # nothing new registered
+    # a column the version has no field for is an error, never silently dropped
+    with pytest.raises(EncodeError, match=r"column\(s\) \['zzz'\] that ex.User has no field for"):
+        pc.encode(_batch([{**r, "zzz": 1} for r in rows]), ck_client, "orders-value", use_latest=True)
 
 
 def test_schema_given_finds_its_id_without_a_new_version(backend, reg, ck_client):  # noqa: F811

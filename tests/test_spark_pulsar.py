@@ -497,8 +497,11 @@ def test_sink_flat_columns_and_binary_values(spark, registered, pulsar_broker, t
         (None, {"id": 2, "note": None}),
     ]
     # use_latest: written with the subject's latest version (registered by the first write) and its id
-    df.where("id = 1").write.format("pulsar").mode("append").options(
-        service_url=pulsar_broker.url, topic=topic, registry=str(registry_path), use_latest="true"
+    latest_options = {"service_url": pulsar_broker.url, "topic": topic, "registry": str(registry_path)}
+    with pytest.raises(Exception, match=r"column\(s\) \['k'\] that"):  # no key_column: k is no field of the value
+        df.write.format("pulsar").mode("append").options(**latest_options, use_latest="true").save()
+    df.where("id = 1").drop("k").write.format("pulsar").mode("append").options(
+        **latest_options, use_latest="true"
     ).save()
     again = reader(spark, pulsar_broker, registry_path, topics=topic).collect()
     assert [r["value"].asDict() for r in again[2:]] == [{"id": 1, "note": "x"}] and again[2]["key"] is None

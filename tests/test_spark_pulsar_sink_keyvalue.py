@@ -133,6 +133,16 @@ def test_key_registered_like_the_value(tmp_path):
     )
     assert latest.key is not None and latest.key.cache_key[1] == custom and latest.value.cache_key[1] == value.id
 
+    # use_latest and a value with a column the version has no field for, or without one it has:
+    # refused on the driver when the write is planned, not in every task
+    latest_options = {**base, "keyvalue": "SEPARATED", "use_latest": "true", "key_subject": "custom-key"}
+    extra = columns(key=columns(k=StringType()), value=columns(id=LongType(), name=StringType(), note=StringType()))
+    with pytest.raises(EncodeError, match=r"column\(s\) \['note'\]"):
+        SinkPlan.from_options(latest_options, extra, False)
+    short = columns(key=columns(k=StringType()), value=columns(id=LongType()))
+    with pytest.raises(EncodeError, match=r"no column for field\(s\) \['name'\]"):
+        SinkPlan.from_options(latest_options, short, False)
+
 
 def test_partition_keys():
     keys = pa.array([b"\x00\x00\x00\x00\x01\x02ab", None, b"\xff\xfe"], pa.binary())

@@ -320,8 +320,9 @@ class Encoder:
     Parameters
     ----------
     schema : str, dict, list or Schema
-        The writer schema. For a record schema, columns are matched to fields by name; for any
-        other schema the batch must have one column (named ``value`` by the decoder).
+        The writer schema. For a record schema, columns are matched to fields by name (a column
+        without a field is an error, not dropped); for any other schema the batch must have one
+        column (named ``value`` by the decoder).
     """
 
     def __init__(self, schema: Any) -> None:
@@ -352,6 +353,12 @@ class Encoder:
             missing = [n for n in names if n not in data.schema.names]
             if missing:
                 raise EncodeError(f"the batch has no column for field(s) {missing}")
+            extra = [n for n in data.schema.names if n not in names]
+            if extra:  # their values would be lost without a word
+                raise EncodeError(
+                    f"the batch has column(s) {extra} that {self._top} has no field for; select the "
+                    f"schema's fields {names} first"
+                )
             cols = [_array(data.column(n)) for n in names]
         else:
             if data.num_columns != 1:
