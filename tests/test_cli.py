@@ -31,7 +31,7 @@ def test_help_teaches():
     for command in ("demo", "decode", "registry", "dump", "bench"):
         assert command in out.stdout
     out = run_cli("decode", "--help")
-    assert "Example: pulsar-codec decode" in out.stdout
+    assert "\n  pulsar-codec decode raw.parquet -o decoded.parquet --registry registry.db\n" in out.stdout
 
 
 def test_version_with_python_m():
@@ -422,7 +422,7 @@ def test_read_schema_arg(tmp_path):
     assert registry_cmd.read_schema_arg(f"@{tmp_path / 's.avsc'}") == '"string"'
     assert registry_cmd.read_schema_arg(str(tmp_path / "s.avsc")) == '"string"'
     assert registry_cmd.read_schema_arg('{"type": "int"}') == '{"type": "int"}'
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(_console.UsageError, match="--schema @.*missing.avsc: the file .* does not exist"):
         registry_cmd.read_schema_arg(f"@{tmp_path / 'missing.avsc'}")
 
 
@@ -573,7 +573,8 @@ def test_decode_passes_no_column_so_the_default_is_chosen_there(tmp_path, regist
 
     def fake_decode(input_path, output_path, registry, **options):
         calls.append(options)
-        return {"rows": 3, "decoded": 2, "errors": 1, "seconds": 0.5, "engine": "local"}
+        column = options.get("column", "value")
+        return {"rows": 3, "decoded": 2, "errors": 1, "nulls": 0, "seconds": 0.5, "engine": "local", "column": column}
 
     monkeypatch.setattr(parquet_io, "decode_parquet", fake_decode)
     pq.write_table(pa.table({"value": pa.array([b"x"])}), tmp_path / "in.parquet")

@@ -37,6 +37,29 @@ def _check_dead_letters(out, rows):
     return decoded, dead
 
 
+def _check_printed_times(stdout, rows):
+    """The Spark demo's throughput, its steps, the time line and the table agree (one clock)."""
+    found = re.search(r"throughput: ([\d,]+) messages/s = ([\d,]+) orders in ([\d.]+) s: (.*) \(spark engine\)", stdout)
+    assert found is not None, stdout
+    seconds = float(found[3])
+    assert int(found[2].replace(",", "")) == rows
+    assert abs(int(found[1].replace(",", "")) - rows / seconds) <= rows / seconds * 0.005 / seconds + 1
+    steps = re.fullmatch(
+        r"streamed from the broker and decoded into the sink \(([\d.]+) s\), "
+        r"then the decoded and dead-letter tables written from it \(([\d.]+) s\)",
+        found[4],
+    )
+    assert steps is not None, found[4]
+    assert abs(float(steps[1]) + float(steps[2]) - seconds) <= 0.011
+    times = re.search(r"^time: (.*); total ([\d.]+) s$", stdout, re.MULTILINE)
+    assert times is not None, stdout
+    spans = [float(v) for v in re.findall(r" ([\d.]+) s(?:,|$)", times[1])]
+    assert "Spark start" in times[1] and f"orders {found[3]} s" in times[1]
+    assert abs(sum(spans) - float(times[2])) <= 0.006 * len(spans)
+    table = dict(re.findall(r"│ (\w[\w ]*?) +│ +(\S+) │", stdout))
+    assert table["orders seconds"] == found[3] and table["total seconds"] == times[2]
+
+
 def test_local_engine_reads_the_topics_from_the_broker(tmp_path, monkeypatch):
     _needs_broker()
     monkeypatch.chdir(tmp_path)  # a relative output folder, as `make demo` gives (demo-output)
@@ -83,6 +106,7 @@ def test_spark_engine_streams_the_orders_through_format_pulsar(tmp_path):
     sizes = [int(part.replace(",", "")) for part in found.group(2).split("+")]
     assert int(found.group(1)) == len(sizes) >= 2 and sum(sizes) == rows  # every message once
     decoded, _ = _check_dead_letters(tmp_path, rows)
+    _check_printed_times(out.stdout, rows)
     assert decoded.column_names == ["order_id", "customer", "amount", "status", "created", "items", "note", "tags"]
     # v1 rows read with the v3 reader (the subject's latest) get the defaults
     first = decoded.sort_by("order_id").slice(0, 1).to_pylist()[0]

@@ -167,11 +167,15 @@ def test_column_resolution(tmp_path, contract_input):
     registry, folder, _ = contract_input
     raw = pq.read_table(folder)
     two = tmp_path / "two.parquet"
-    pq.write_table(raw.rename_columns(["payload"]).append_column("key", pa.array([b"k"] * len(raw))), two)
-    with pytest.raises(UsageError, match="binary columns: payload, key"):
+    pq.write_table(raw.rename_columns(["raw"]).append_column("key", pa.array([b"k"] * len(raw))), two)
+    with pytest.raises(UsageError, match="binary columns: raw, key"):
         parquet_io.decode_parquet(two, tmp_path / "o", registry)
-    with pytest.raises(UsageError, match=r"'nope' is not in .*\(binary columns: payload, key\)"):
+    with pytest.raises(UsageError, match=r"'nope' is not in .*\(binary columns: raw, key\)"):
         parquet_io.decode_parquet(two, tmp_path / "o", registry, column="nope")
+    dump = tmp_path / "dump.parquet"  # the shape `pulsar-codec dump` writes: payload is the messages
+    pq.write_table(raw.rename_columns(["payload"]).append_column("key_bytes", pa.array([b"k"] * len(raw))), dump)
+    stats = parquet_io.decode_parquet(dump, tmp_path / "o", registry)
+    assert (stats["column"], stats["rows"]) == ("payload", len(raw))
     one = tmp_path / "one.parquet"
     pq.write_table(raw.rename_columns(["payload"]).append_column("n", pa.array(range(len(raw)))), one)
     assert parquet_io.decode_parquet(one, tmp_path / "o", registry)["rows"] == len(raw)  # the only binary column

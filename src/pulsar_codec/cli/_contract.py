@@ -102,7 +102,8 @@ def input_files(path: str | Path) -> list[Path]:
 
 
 def resolve_column(schema: pa.Schema, column: str | None, where: str | Path) -> str:
-    """The message column: ``column`` if given, else ``value``, else the only binary column.
+    """The message column: ``column`` if given, else ``value``, else ``payload`` when it is a
+    binary column (the shape ``pulsar-codec dump`` writes), else the only binary column.
 
     Raises :class:`~pulsar_codec.cli._console.UsageError` naming the binary columns present.
     """
@@ -114,9 +115,14 @@ def resolve_column(schema: pa.Schema, column: str | None, where: str | Path) -> 
         return column
     if "value" in schema.names:
         return "value"
+    if "payload" in binary:
+        return "payload"
     if len(binary) == 1:
         return str(binary[0])
-    raise UsageError(f"no --column given and {where} has no 'value' column; pick one of the binary columns: {present}")
+    raise UsageError(
+        f"no --column given and {where} has neither a 'value' column nor a binary 'payload' column; "
+        f"pick one of the binary columns: {present}"
+    )
 
 
 def contract_columns(arrow_schema: pa.Schema) -> tuple[pa.Schema, list[Any]]:

@@ -122,7 +122,7 @@ def _reader_schema(value: str | None, message: str | None = None) -> Any:
 
     if value is None:
         return None
-    text = read_schema_arg(value)
+    text = read_schema_arg(value, "--reader-schema")
     if not text.lstrip().startswith(("{", "[", '"')) and _PROTO_START.search(text):
         try:
             from ..formats.protobuf import FORMAT
@@ -158,7 +158,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
     reader = _reader_schema(args.reader_schema, args.message)
     password = registry_password(args)
     registry = open_registry(args.registry, user=args.user, password=password, token=args.token, create=False)
-    # None lets decode_parquet pick the column (value, or the only binary column)
+    # None lets decode_parquet pick the column (value, else payload, else the only binary column)
     column: dict[str, Any] = {} if args.column is None else {"column": args.column}
     try:
         stats = decode_parquet(
@@ -175,14 +175,23 @@ def cmd_decode(args: argparse.Namespace) -> int:
     finally:
         registry.close()
     dead_letter = f" -> {args.dead_letter}" if args.dead_letter and stats["errors"] else ""
+    # rows = decoded + bad + null (the README's contract): each count is said, so none goes missing
+    nulls: int = stats["nulls"]
     say(
         f"decoded {stats['decoded']:,} of {stats['rows']:,} rows from {args.input} into {args.output}"
-        f" in {stats['seconds']:.2f} s ({stats['engine']} engine); {stats['errors']:,} bad rows{dead_letter}"
+        f" in {stats['seconds']:.2f} s ({stats['engine']} engine); {stats['errors']:,} bad rows{dead_letter},"
+        f" {nulls:,} null rows"
     )
+    if stats["rows"] and nulls == stats["rows"]:
+        err(
+            f"warning: every row of column {stats['column']!r} is null, so nothing was decoded;"
+            " is it the column of the messages (--column)?"
+        )
     rows = [
         ("input rows", f"{stats['rows']:,}"),
         ("decoded", f"{stats['decoded']:,}"),
         ("bad rows", f"{stats['errors']:,}"),
+        ("null rows", f"{nulls:,}"),
         ("seconds", f"{stats['seconds']:.2f}"),
         ("rate", _console.rate(stats["rows"], stats["seconds"])),
         ("engine", str(stats["engine"])),
@@ -227,31 +236,54 @@ def _client_log() -> Iterator[tuple[logging.Logger, _ClientLog]]:
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
-    """Read a Pulsar topic into a raw Parquet table; returns the exit code."""
+    """Read a Pulsar topic into a raw Parquet table; returns the exit code.
+
+    The table is written to a temporary file next to the output and renamed into place only when
+    the whole topic was read: a failed dump leaves no file that a later ``decode`` would take for
+    a complete one, and an existing output stays as it was.
+    """
     from ..pulsar import dump_to_parquet
 
     _check_output(args.output, "--output")
+    output = Path(args.output)
+    if output.is_dir():
+        raise UsageError(f"--output {args.output} is a folder; dump writes one Parquet file")
     start = time.perf_counter()
-    with _client_log() as (logger, log), _console.progress(f"reading {args.topic}") as bar:
-        try:
-            rows = dump_to_parquet(
-                args.service_url,
-                args.topic,
-                args.output,
-                key_encoding=args.key_encoding,
-                timeout_ms=args.timeout_ms,
-                client_options={"logger": logger},
-                on_batch=bar.advance,
-            )
-        except Exception as exc:
-            # pulsar-client's errors (module pulsar or _pulsar) mean the broker is unreachable or refused
-            if type(exc).__module__.split(".")[0] not in ("_pulsar", "pulsar") and not isinstance(exc, TimeoutError):
-                raise
-            reason = f" ({log.errors[0]})" if log.errors else ""
-            err(f"cannot read {args.topic} from {args.service_url}: {exc}{reason}")
-            return EXIT_UNREACHABLE
+    partial = _partial_path(output)
+    try:
+        with _client_log() as (logger, log), _console.progress(f"reading {args.topic}") as bar:
+            try:
+                rows = dump_to_parquet(
+                    args.service_url,
+                    args.topic,
+                    partial,
+                    key_encoding=args.key_encoding,
+                    timeout_ms=args.timeout_ms,
+                    client_options={"logger": logger},
+                    on_batch=bar.advance,
+                )
+            except Exception as exc:
+                # pulsar-client's errors (module pulsar or _pulsar) mean the broker is unreachable or refused
+                if type(exc).__module__.split(".")[0] not in ("_pulsar", "pulsar") and not isinstance(
+                    exc, TimeoutError
+                ):
+                    raise
+                reason = f" ({log.errors[0]})" if log.errors else ""
+                err(f"cannot read {args.topic} from {args.service_url}: {exc}{reason}")
+                return EXIT_UNREACHABLE
+        os.replace(partial, output)
+    finally:
+        partial.unlink(missing_ok=True)
     seconds = time.perf_counter() - start
-    say(f"wrote {rows:,} messages of {args.topic} to {args.output}")
+    if rows:
+        say(f"wrote {rows:,} messages of {args.topic} to {args.output}")
+    else:
+        # a broker that creates topics on first use (pulsar-lite, Pulsar's default) shows a mistyped
+        # topic as an empty one
+        say(
+            f"wrote 0 messages of {args.topic} to {args.output}: the topic is empty or did not exist"
+            " (a broker may create a topic when it is read); is the topic name right?"
+        )
     summary(
         "dump",
         [
@@ -262,6 +294,13 @@ def cmd_dump(args: argparse.Namespace) -> int:
         ],
     )
     return EXIT_OK
+
+
+def _partial_path(output: Path) -> Path:
+    """The file a dump writes before it is renamed to ``output``: in the same folder (so the rename
+    is atomic), hidden, and named after this process (two dumps to one output do not collide). Not
+    made with ``tempfile``: its files are private to the user, and the output keeps the umask's mode."""
+    return output.absolute().parent / f".{output.name}.{os.getpid()}.partial"
 
 
 def _protocol_names() -> list[str]:
@@ -371,7 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     demo.add_argument("--rows", type=_count(0), default=200_000, help="order messages to generate (default 200000)")
-    demo.add_argument("--seed", type=int, default=42, help="random seed for the generated data")
+    demo.add_argument("--seed", type=int, default=42, help="random seed for the generated data (default 42)")
     demo.add_argument("-o", "--output", default="demo-output", help="output folder (default ./demo-output)")
     demo.add_argument(
         "--engine",
@@ -384,17 +423,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     decode = sub.add_parser(
         "decode",
-        help="decode a Parquet column of framed Avro messages into Parquet",
+        help="decode a Parquet column of framed Avro, JSON or Protobuf messages into Parquet",
+        # wrapped here: argparse would break the example at its hyphens
         description=(
-            "Read INPUT (Parquet), decode the binary column of framed messages with the writer schemas "
-            "from the registry, and write OUTPUT (Parquet) with the decoded fields and a decode_error "
-            "column. Example: pulsar-codec decode raw.parquet -o decoded.parquet --registry registry.db"
+            "Read INPUT (Parquet), decode the binary column of framed Avro, JSON or Protobuf\n"
+            "messages with the writer schemas from the registry, and write OUTPUT (Parquet)\n"
+            "with the decoded fields and a decode_error column.\n\n"
+            "Example:\n"
+            "  pulsar-codec dump --service-url pulsar://127.0.0.1:6650 --topic orders -o raw.parquet\n"
+            "  pulsar-codec decode raw.parquet -o decoded.parquet --registry registry.db"
         ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     decode.add_argument("input", metavar="INPUT")
     decode.add_argument("-o", "--output", required=True, metavar="OUTPUT")
     add_registry_options(decode)
-    decode.add_argument("--column", help="the binary column of messages (default: value, or the only binary column)")
+    decode.add_argument(
+        "--column",
+        help="the binary column of messages (default: value, else payload as `pulsar-codec dump` "
+        "writes it, else the only binary column)",
+    )
     decode.add_argument(
         "--protocol",
         type=_protocol,

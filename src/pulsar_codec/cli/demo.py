@@ -218,13 +218,15 @@ def _decimal(cents: int) -> decimal.Decimal:
 
 @dataclass
 class DemoResult:
-    """What :func:`run` did: rows in, rows decoded, bad rows, rows per schema id, decode seconds."""
+    """What :func:`run` did: rows in, rows decoded, bad rows, rows per schema id, seconds."""
 
     rows: int
     decoded: int
     errors: int
     rows_by_id: dict[int, int]
     seconds: float
+    """The orders' seconds, the span of the throughput line: from the broker (or the generated
+    dump) until the decoded and dead-letter tables are written."""
     outputs: dict[str, Path] = field(default_factory=dict)
     planted: int = 0
     """Corrupt messages the demo planted (none below 100 rows): ``errors`` should equal it."""
@@ -233,6 +235,10 @@ class DemoResult:
     generated dumps, where no broker could start)."""
     micro_batches: list[int] = field(default_factory=list)
     """Messages per micro-batch of the streaming read of ``orders`` (Spark with a broker)."""
+    laps: dict[str, float] = field(default_factory=dict)
+    """Seconds of each step, back to back on one clock (keys of :data:`LAP_NAMES`)."""
+    total_seconds: float = 0.0
+    """The sum of ``laps``: the demo from its registry's creation until the broker stopped."""
 
 
 def _rows_by_id(payloads: pa.Array, bad: np.ndarray) -> dict[int, int]:
@@ -247,37 +253,31 @@ def _rows_by_id(payloads: pa.Array, bad: np.ndarray) -> dict[int, int]:
 
 def _decode_orders(
     raw_path: Path, registry: Any, out_path: Path, dead_path: Path, engine: str, session: Any
-) -> tuple[dict[str, Any], dict[int, int]]:
+) -> dict[str, Any]:
     """Orders through the contract of ``pulsar-codec decode``: decoded rows and dead letters, the
-    same tables on both engines; returns the statistics and the decoded rows per schema id."""
+    same tables on both engines; returns the statistics (rows, decoded, errors, nulls)."""
     from .. import wire
     from ._contract import input_files
     from .parquet_io import decode_parquet
 
     if session is None:
-        stats = decode_parquet(
+        return decode_parquet(
             raw_path, out_path, registry, column="payload", reader_schema=ORDER_SCHEMAS[-1], dead_letter=dead_path
         )
-    else:
-        from .parquet_spark import decode_spark
+    from .parquet_spark import decode_spark
 
-        start = time.perf_counter()
-        stats = dict(
-            decode_spark(
-                input_files(raw_path),
-                out_path,
-                registry,
-                "payload",
-                wire.CONFLUENT,
-                ORDER_SCHEMAS[-1],
-                dead_path,
-                session,
-            )
+    return dict(
+        decode_spark(
+            input_files(raw_path),
+            out_path,
+            registry,
+            "payload",
+            wire.CONFLUENT,
+            ORDER_SCHEMAS[-1],
+            dead_path,
+            session,
         )
-        stats["seconds"] = time.perf_counter() - start
-    payloads = pq.read_table(raw_path, columns=["payload"])["payload"]
-    dead = pq.read_table(dead_path, columns=["index"])["index"].to_numpy()
-    return stats, _rows_by_id(payloads.combine_chunks(), dead)
+    )
 
 
 def _decode_keyvalue_spark(session: Any, raw_path: Path, registry: Any, out_path: Path) -> int:
@@ -318,16 +318,15 @@ def _start_broker(out: Path, gen: Generated, bar: _console.Progress) -> tuple[An
     return broker, ""
 
 
-def _dump_topics(broker: Any, gen: Generated) -> None:
-    """``pulsar-codec dump`` of both topics over the generated files: the local engine reads the
+def _dump_topic(broker: Any, topic: str, path: Path) -> None:
+    """``pulsar-codec dump`` of one topic over its generated file: the local engine reads the
     broker's messages, in topic order (a dead letter's ``index`` is its position in the topic)."""
     from ..pulsar import dump_to_parquet
 
-    for topic, path in ((ORDERS_TOPIC, gen.orders_path), (CUSTOMERS_TOPIC, gen.customers_path)):
-        try:
-            dump_to_parquet(broker.url, topic, path)
-        except TimeoutError:  # pulsar-lite at times stops dispatching to a reader: one more read
-            dump_to_parquet(broker.url, topic, path)
+    try:
+        dump_to_parquet(broker.url, topic, path)
+    except TimeoutError:  # pulsar-lite at times stops dispatching to a reader: one more read
+        dump_to_parquet(broker.url, topic, path)
 
 
 def _entries(url: str, topic: str) -> int:
@@ -366,8 +365,9 @@ def _stream_orders(
 ) -> tuple[dict[str, Any], list[int]]:
     """``orders`` from the broker as a stream (``readStream.format("pulsar")``, ``availableNow``, a
     few micro-batches), decoded on the way by ``spark.decode`` into a Parquet sink with a
-    checkpoint; then the contract's tables from the sink. Returns the statistics and the messages
-    of each micro-batch."""
+    checkpoint; then the contract's tables from the sink. Returns the statistics (with
+    ``stream_end``, the :func:`time.perf_counter` time the stream ended; the tables are written
+    after it) and the messages of each micro-batch."""
     import shutil
 
     from pyspark.sql import functions as F
@@ -383,7 +383,6 @@ def _stream_orders(
         shutil.rmtree(folder, ignore_errors=True)
     pcs.register(session)
     per_trigger = max(1, -(-_entries(url, ORDERS_TOPIC) // MICRO_BATCHES))
-    start = time.perf_counter()
     raw = (
         session.readStream.format("pulsar")
         .option("service_url", url)
@@ -421,7 +420,7 @@ def _stream_orders(
         query.awaitTermination()  # raises the query's error, if it failed
         batches = [int(p["numInputRows"]) for p in query.recentProgress if int(p["numInputRows"])]
         bar.update(completed=sum(batches))
-    streamed = time.perf_counter() - start
+    stream_end = time.perf_counter()
 
     landed_df = session.read.parquet(str(landed))
     counts = landed_df.agg(
@@ -450,7 +449,7 @@ def _stream_orders(
         "decoded": rows_in - errors - nulls,
         "errors": errors,
         "nulls": nulls,
-        "seconds": streamed,
+        "stream_end": stream_end,
     }
     return stats, batches
 
@@ -478,6 +477,42 @@ def _customers_from_pulsar(session: Any, url: str, registry_path: Path, out_path
     return rows
 
 
+class Laps:
+    """Back-to-back spans of one clock (:func:`time.perf_counter`): each lap runs from the end of
+    the one before, so the laps add up to the total and no figure the demo prints is measured on
+    another clock or over another span than it says."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.perf_counter()
+        self.spans: dict[str, float] = {}
+
+    def lap(self, name: str) -> float:
+        """End the current lap, adding its seconds to ``name``; returns them."""
+        now = time.perf_counter()
+        seconds = now - self.last
+        self.spans[name] = self.spans.get(name, 0.0) + seconds
+        self.last = now
+        return seconds
+
+    @property
+    def total(self) -> float:
+        """Seconds from the start to the end of the last lap (the sum of the laps)."""
+        return self.last - self.start
+
+
+#: what each lap of :func:`run` covers, as the time line names it
+LAP_NAMES = {
+    "generate": "registry and generated data",
+    "broker": "broker start and produce",
+    "no-broker": "trying to start a broker",
+    "spark": "Spark start",
+    "orders": "orders",
+    "customers": "customers",
+    "checks": "counts and kernel timing",
+    "stop": "broker stop",
+}
+
+
 def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None], progress: bool = True) -> DemoResult:
     """Run the whole demo; returns what it did (any ``rows`` >= 0: no rows write empty tables)."""
     import pulsar_codec as pc
@@ -497,17 +532,21 @@ def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None]
     broker: Any = None
     no_broker = "no messages to produce"
     batches: list[int] = []
+    # the orders lap in two parts: from the broker (or the dump) and then into the output tables
+    parts: list[tuple[str, float]] = []
+    laps = Laps()
     try:
         with _console.progress("demo", total=7 if engine == "spark" else 6) as bar:
             registry = LocalRegistry(registry_path)
             bar.advance()
-            t0 = time.perf_counter()
             bar.update(label=f"generating {rows:,} order messages")
             gen = generate(registry, out, rows, seed)
+            laps.lap("generate")
             bar.advance()
             if rows:
                 bar.update(label="starting pulsar-lite (a local Pulsar broker)")
                 broker, no_broker = _start_broker(out, gen, bar)
+                laps.lap("broker" if broker is not None else "no-broker")
             bar.advance()
             session = None
             if engine == "spark":
@@ -515,21 +554,27 @@ def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None]
 
                 bar.update(label="starting Spark (local mode)")
                 session = spark_session("pulsar-codec-demo")
+                laps.lap("spark")
                 bar.advance()
-            t1 = time.perf_counter()
             if broker is not None and session is not None:
                 bar.update(label='streaming orders through format("pulsar")')
                 stats, batches = _stream_orders(session, broker.url, registry_path, out, decoded_path, dead_path, rows)
-                dead = pq.read_table(dead_path, columns=["index"])["index"].to_numpy()
-                payloads = pq.read_table(gen.orders_path, columns=["payload"])["payload"].combine_chunks()
-                counts = _rows_by_id(payloads, dead)
+                streamed = float(stats["stream_end"]) - laps.last
+                orders_seconds = laps.lap("orders")
+                parts = [
+                    ("streamed from the broker and decoded into the sink", streamed),
+                    ("then the decoded and dead-letter tables written from it", orders_seconds - streamed),
+                ]
             else:
                 if broker is not None:
-                    bar.update(label="dumping the topics (pulsar-codec dump)")
-                    _dump_topics(broker, gen)
+                    bar.update(label="dumping orders (pulsar-codec dump)")
+                    _dump_topic(broker, ORDERS_TOPIC, gen.orders_path)
+                    parts.append(("dumped from the broker with pulsar-codec dump", laps.lap("orders")))
                 bar.update(label=f"decoding orders ({engine} engine)")
-                stats, counts = _decode_orders(gen.orders_path, registry, decoded_path, dead_path, engine, session)
-            seconds = time.perf_counter() - t1
+                stats = _decode_orders(gen.orders_path, registry, decoded_path, dead_path, engine, session)
+                what = "read from the dump, decoded and written" + (" by Spark" if session is not None else "")
+                parts.append((("then " if parts else "") + what, laps.lap("orders")))
+                orders_seconds = laps.spans["orders"]
             bar.advance()
             bar.update(label="decoding KeyValue customers")
             if session is not None and broker is not None:
@@ -537,15 +582,24 @@ def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None]
             elif session is not None:
                 customers = _decode_keyvalue_spark(session, gen.customers_path, registry_path, customers_path)
             else:
+                if broker is not None:
+                    _dump_topic(broker, CUSTOMERS_TOPIC, gen.customers_path)
                 customers = _decode_keyvalue(gen.customers_path, registry, customers_path)
+            laps.lap("customers")
             bar.advance()
+            dead = pq.read_table(dead_path, columns=["index"])["index"].to_numpy()
+            payloads = pq.read_table(gen.orders_path, columns=["payload"])["payload"].combine_chunks()
+            counts = _rows_by_id(payloads, dead)
             kernel_rate = _kernel_rate(gen.orders_path, registry, ORDER_SCHEMAS[-1])
+            laps.lap("checks")
             bar.advance()
     finally:
         if broker is not None:
             broker.stop()
+    registry.close()
+    laps.lap("stop")
     source = "pulsar-lite" if broker is not None else "files"
-    good, bad, decode_seconds = int(stats["decoded"]), int(stats["errors"]), float(stats["seconds"])
+    good, bad, read = int(stats["decoded"]), int(stats["errors"]), int(stats["rows"])
     say(f"pulsar_codec {pc.__version__} (kernels: {pc.BACKEND}), engine: {engine}")
     say(f"registry {registry_path}: orders-value ids {gen.ids}, customers-value id {gen.customer_id}")
     if broker is not None:
@@ -570,18 +624,21 @@ def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None]
         say(f"  schema id {schema_id} (orders-value v{version}): {counts[schema_id]:>9,} rows")
     say(f"  decoded {good:,} rows into {decoded_path.name}/ (read as v3: older rows get the defaults)")
     say(f"  {bad:,} corrupt messages -> {dead_path.name}/ with their raw bytes and the error")
-    if decode_seconds > 0 and rows:
-        what = (
-            "reading from the broker, decoding and writing" if broker is not None else "reading, decoding and writing"
+    if orders_seconds > 0 and read:
+        steps = ", ".join(f"{what} ({seconds:.2f} s)" for what, seconds in parts)
+        say(
+            f"  throughput: {read / orders_seconds:,.0f} messages/s = {read:,} orders in {orders_seconds:.2f} s:"
+            f" {steps} ({engine} engine)"
         )
-        say(f"  throughput: {rows / decode_seconds:,.0f} messages/s, {what} ({engine} engine)")
     if kernel_rate:
         say(
             f"  the decode kernels alone, in this process on the same messages (every core): {kernel_rate / 1e6:,.1f}M messages/s"
             + (" (at this size a Spark job is mostly fixed cost: JVM, Python workers, Parquet)" if session else "")
         )
     say(f"customers topic (INLINE KeyValue): {customers:,} rows -> {customers_path.name}/")
-    say(f"total {time.perf_counter() - t0:.1f} s; outputs in {out}")
+    spans = ", ".join(f"{LAP_NAMES[name]} {seconds:.2f} s" for name, seconds in laps.spans.items())
+    say(f"time: {spans}; total {laps.total:.2f} s")
+    say(f"outputs in {out}")
     _console.summary(
         "demo",
         [
@@ -591,12 +648,14 @@ def run(out: Path, rows: int, seed: int, engine: str, say: Callable[[str], None]
             ("nulls", f"{int(stats['nulls']):,}"),
             ("engine", engine),
             ("source", source),
-            ("seconds", f"{seconds:.2f}"),
+            ("orders seconds", f"{orders_seconds:.2f}"),
+            ("total seconds", f"{laps.total:.2f}"),
         ],
     )
-    registry.close()
     outputs = {"decoded": decoded_path, "dead_letter": dead_path, "customers": customers_path}
-    return DemoResult(rows, good, bad, counts, decode_seconds, outputs, gen.corrupt, source, batches)
+    return DemoResult(
+        rows, good, bad, counts, orders_seconds, outputs, gen.corrupt, source, batches, dict(laps.spans), laps.total
+    )
 
 
 def _kernel_rate(raw_path: Path, registry: Any, reader_schema: Any) -> float:

@@ -105,7 +105,8 @@ def decode_parquet(
         decoded rows and tombstones, without it every row plus a ``decode_error`` column.
     registry : registry client
     column : str, optional
-        The message column; default ``value``, else the only binary column.
+        The message column; default ``value``, else a binary ``payload`` column (the shape of
+        ``pulsar-codec dump``), else the only binary column.
     protocol, reader_schema
         As :class:`~pulsar_codec.pipeline.MessageDecoder`; the reader defaults to the newest
         writer schema in the input the registry knows. ``protocol=None``: Confluent's prefix,
@@ -121,7 +122,8 @@ def decode_parquet(
     -------
     dict
         ``rows`` (input rows), ``decoded``, ``errors``, ``nulls`` (null messages, tombstones;
-        rows == decoded + errors + nulls), ``seconds``, ``engine``.
+        rows == decoded + errors + nulls), ``seconds``, ``engine``, ``column`` (the message
+        column read).
     """
     auto = protocol is None
     protocol = wire.CONFLUENT if protocol is None else wire.protocol_by_name(protocol)
@@ -143,6 +145,7 @@ def decode_parquet(
     stats: dict[str, Any] = dict(result)
     stats["seconds"] = time.perf_counter() - start
     stats["engine"] = engine
+    stats["column"] = column
     return stats
 
 

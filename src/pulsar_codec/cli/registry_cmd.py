@@ -72,8 +72,8 @@ def open_registry(
     Raises
     ------
     UsageError
-        Both basic auth and a token were given; no database at ``spec`` and ``create`` is False;
-        the file is not a registry database.
+        Both basic auth and a token were given; ``spec`` is a URL of another scheme than http(s);
+        no database at ``spec`` and ``create`` is False; the file is not a registry database.
     FileNotFoundError
         The folder of the registry file does not exist.
     """
@@ -86,6 +86,9 @@ def open_registry(
     if spec.lower().startswith(("http://", "https://")):
         auth = (user, password or "") if user else None
         return RegistryConfig(url=spec, auth=auth, token=token).build()
+    if "://" in spec:  # a URL of another scheme (a typo such as htp://), not a file path
+        scheme = spec.split("://", 1)[0]
+        raise UsageError(f"unknown registry URL scheme {scheme!r} (http://, https://, or a SQLite file path)")
     path = Path(spec)
     if not path.parent.exists():
         raise FileNotFoundError(f"folder {path.parent} for the registry database does not exist")
@@ -125,13 +128,33 @@ def registry_password(args: argparse.Namespace) -> str | None:
     return os.environ.get(PASSWORD_VARIABLE)
 
 
-def read_schema_arg(value: str) -> str:
-    """A schema given inline (JSON), as ``@file``, or as the path of an existing file."""
+def read_schema_arg(value: str, option: str = "--schema") -> str:
+    """A schema given inline (JSON or .proto text), as ``@file``, or as the path of an existing file.
+
+    Raises
+    ------
+    UsageError
+        ``@file`` names a file that does not exist or cannot be read (the message names ``option``).
+    """
     if value.startswith("@"):
-        return Path(value[1:]).read_text()
-    if not value.lstrip().startswith(("{", "[", '"')) and Path(value).exists():
-        return Path(value).read_text()
-    return value
+        return _read_schema_file(value, Path(value[1:]), option)
+    if value.lstrip().startswith(("{", "[", '"')):
+        return value
+    try:
+        exists = Path(value).exists()
+    except (OSError, ValueError):  # inline text too long, or with a NUL, for a file name
+        exists = False
+    return _read_schema_file(value, Path(value), option) if exists else value
+
+
+def _read_schema_file(given: str, path: Path, option: str) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        raise UsageError(f"{option} {given}: the file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"{option} {given}: cannot read the file {path} ({reason})") from None
 
 
 def registered_json(found: Any) -> dict[str, Any]:
@@ -202,7 +225,7 @@ def _serve(args: argparse.Namespace, password: str | None) -> int:
 def _query(registry: Registry, args: argparse.Namespace) -> int:
     action = args.registry_command
     if action == "register":
-        schema_id = registry.register(args.subject, read_schema_arg(args.schema), args.schema_type)
+        schema_id = registry.register(args.subject, read_schema_arg(args.schema, "--schema"), args.schema_type)
         say(json.dumps({"subject": args.subject, "id": schema_id}))
     elif action == "get":
         found = (
@@ -210,7 +233,8 @@ def _query(registry: Registry, args: argparse.Namespace) -> int:
         )
         say(json.dumps(registered_json(found), indent=2))
     elif action == "check":
-        result = registry.check_compatibility(args.subject, read_schema_arg(args.schema), version=args.version)
+        text = read_schema_arg(args.schema, "--schema")
+        result = registry.check_compatibility(args.subject, text, version=args.version, schema_type=args.schema_type)
         say(json.dumps({"is_compatible": result.compatible, "messages": result.reasons}, indent=2))
         return EXIT_OK if result.compatible else EXIT_FAILED
     elif args.subject:
@@ -252,6 +276,27 @@ def _port(value: str) -> int:
     return port
 
 
+_SCHEMA_HELP = "the schema: Avro or JSON Schema as JSON, Protobuf as .proto text; inline, @file, or the path of a file"
+SCHEMA_TYPES = ("AVRO", "JSON", "PROTOBUF")
+
+
+def _schema_type(value: str) -> str:
+    """``--schema-type``: one of :data:`SCHEMA_TYPES`, in any case."""
+    if value.upper() not in SCHEMA_TYPES:
+        raise argparse.ArgumentTypeError(f"unknown schema type {value!r}; valid: {', '.join(SCHEMA_TYPES)}")
+    return value.upper()
+
+
+def _add_schema_type(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--schema-type",
+        type=_schema_type,
+        default="AVRO",
+        metavar="TYPE",
+        help=f"the schema's type: {', '.join(SCHEMA_TYPES)} (default AVRO)",
+    )
+
+
 def add_registry_parser(sub: Any) -> None:
     """The ``registry`` command and its actions, on the top-level subparsers ``sub``."""
     reg = sub.add_parser(
@@ -269,8 +314,8 @@ def add_registry_parser(sub: Any) -> None:
     register = actions.add_parser("register", help="register a schema under a subject; prints its id")
     add_registry_options(register)
     register.add_argument("--subject", required=True)
-    register.add_argument("--schema", required=True, help="schema JSON, or @file")
-    register.add_argument("--schema-type", default="AVRO", choices=("AVRO", "JSON", "PROTOBUF"))
+    register.add_argument("--schema", required=True, help=_SCHEMA_HELP)
+    _add_schema_type(register)
 
     get = actions.add_parser("get", help="print a schema by --id, or a subject's --version (default latest)")
     add_registry_options(get)
@@ -283,7 +328,8 @@ def add_registry_parser(sub: Any) -> None:
     )
     add_registry_options(check)
     check.add_argument("--subject", required=True)
-    check.add_argument("--schema", required=True, help="schema JSON, or @file")
+    check.add_argument("--schema", required=True, help=_SCHEMA_HELP)
+    _add_schema_type(check)
     check.add_argument(
         "--version", type=schema_version, default="latest", help="the version to check against (default latest)"
     )
