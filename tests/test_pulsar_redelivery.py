@@ -64,3 +64,12 @@ def test_source_ranges_give_each_message_once(pulsar_broker, pulsar_client, long
         ids = _ids(m for b in batches for m in b.column("message_id").to_pylist())
         assert len(read) == MESSAGES and read == payloads
         assert ids == sorted(set(ids))
+
+
+def test_produce_sends_a_null_payload_as_a_tombstone(pulsar_broker, pulsar_topic):
+    """The helper the demo and the tests produce with: None is a null-value message, not b""."""
+    assert produce(pulsar_broker.url, pulsar_topic, [b"a", None, b""]) == 3
+    payloads = [
+        p for batch in read_batches(pulsar_broker.url, pulsar_topic) for p in batch.column("payload").to_pylist()
+    ]
+    assert payloads == [b"a", None, b""]

@@ -163,7 +163,7 @@ def produce(
     on_sent: Callable[[int], None] | None = None,
     index_property: str | None = None,
 ) -> int:
-    """Send ``payloads`` (a null one as an empty message) to ``topic`` with batching on,
+    """Send ``payloads`` (a null one as a null-value message: a tombstone) to ``topic`` with batching on,
     asynchronously, and wait for every acknowledgement.
 
     ``keys`` are partition keys; ``index_property`` names a message property that carries each
@@ -211,7 +211,7 @@ def produce(
                     kwargs["partition_key"] = keys[i]
                 if index_property is not None:
                     kwargs["properties"] = {index_property: str(i)}
-                producer.send_async(payloads[i] or b"", done, **kwargs)
+                producer.send_async(payloads[i], done, **kwargs)
             if on_sent is not None:
                 on_sent(min(lo + step, len(payloads)) - lo)
         producer.flush()
