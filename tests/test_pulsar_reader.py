@@ -198,6 +198,13 @@ def test_dump_to_parquet(pulsar_broker, pulsar_client, pulsar_topic, tmp_path):
     with pytest.raises(ValueError, match="bounded"):
         pcp.dump_to_parquet(pulsar_client, pulsar_topic, tmp_path / "x.parquet", end=None)
 
+    # a dump that fails half way (here: a read that cannot start) leaves the old file as it was
+    # and nothing else
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(ValueError, match="limit"):
+        pcp.dump_to_parquet(pulsar_client, pulsar_topic, path, limit=-1)
+    assert pq.read_table(path).equals(table) and sorted(p.name for p in tmp_path.iterdir()) == before
+
 
 @pytest.mark.parametrize(
     ("options", "exc", "match"),

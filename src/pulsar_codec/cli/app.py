@@ -236,44 +236,32 @@ def _client_log() -> Iterator[tuple[logging.Logger, _ClientLog]]:
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
-    """Read a Pulsar topic into a raw Parquet table; returns the exit code.
-
-    The table is written to a temporary file next to the output and renamed into place only when
-    the whole topic was read: a failed dump leaves no file that a later ``decode`` would take for
-    a complete one, and an existing output stays as it was.
-    """
+    """Read a Pulsar topic into a raw Parquet table; returns the exit code (a failed dump leaves
+    no file, and an existing output as it was: see :func:`~pulsar_codec.pulsar.dump_to_parquet`)."""
     from ..pulsar import dump_to_parquet
 
     _check_output(args.output, "--output")
-    output = Path(args.output)
-    if output.is_dir():
+    if Path(args.output).is_dir():
         raise UsageError(f"--output {args.output} is a folder; dump writes one Parquet file")
     start = time.perf_counter()
-    partial = _partial_path(output)
-    try:
-        with _client_log() as (logger, log), _console.progress(f"reading {args.topic}") as bar:
-            try:
-                rows = dump_to_parquet(
-                    args.service_url,
-                    args.topic,
-                    partial,
-                    key_encoding=args.key_encoding,
-                    timeout_ms=args.timeout_ms,
-                    client_options={"logger": logger},
-                    on_batch=bar.advance,
-                )
-            except Exception as exc:
-                # pulsar-client's errors (module pulsar or _pulsar) mean the broker is unreachable or refused
-                if type(exc).__module__.split(".")[0] not in ("_pulsar", "pulsar") and not isinstance(
-                    exc, TimeoutError
-                ):
-                    raise
-                reason = f" ({log.errors[0]})" if log.errors else ""
-                err(f"cannot read {args.topic} from {args.service_url}: {exc}{reason}")
-                return EXIT_UNREACHABLE
-        os.replace(partial, output)
-    finally:
-        partial.unlink(missing_ok=True)
+    with _client_log() as (logger, log), _console.progress(f"reading {args.topic}") as bar:
+        try:
+            rows = dump_to_parquet(
+                args.service_url,
+                args.topic,
+                args.output,
+                key_encoding=args.key_encoding,
+                timeout_ms=args.timeout_ms,
+                client_options={"logger": logger},
+                on_batch=bar.advance,
+            )
+        except Exception as exc:
+            # pulsar-client's errors (module pulsar or _pulsar) mean the broker is unreachable or refused
+            if type(exc).__module__.split(".")[0] not in ("_pulsar", "pulsar") and not isinstance(exc, TimeoutError):
+                raise
+            reason = f" ({log.errors[0]})" if log.errors else ""
+            err(f"cannot read {args.topic} from {args.service_url}: {exc}{reason}")
+            return EXIT_UNREACHABLE
     seconds = time.perf_counter() - start
     if rows:
         say(f"wrote {rows:,} messages of {args.topic} to {args.output}")
@@ -294,13 +282,6 @@ def cmd_dump(args: argparse.Namespace) -> int:
         ],
     )
     return EXIT_OK
-
-
-def _partial_path(output: Path) -> Path:
-    """The file a dump writes before it is renamed to ``output``: in the same folder (so the rename
-    is atomic), hidden, and named after this process (two dumps to one output do not collide). Not
-    made with ``tempfile``: its files are private to the user, and the output keeps the umask's mode."""
-    return output.absolute().parent / f".{output.name}.{os.getpid()}.partial"
 
 
 def _protocol_names() -> list[str]:

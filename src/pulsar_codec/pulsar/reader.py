@@ -19,6 +19,7 @@ Limits of the Python client, and what they mean here
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -469,7 +470,10 @@ def dump_to_parquet(
         As in :func:`read_batches`.
     topic : str
     path : str or Path
-        The Parquet file; written even when no message is read (zero rows).
+        The Parquet file; written even when no message is read (zero rows). It appears only once
+        the whole range was read: the rows go to a hidden file beside it first, renamed into place
+        at the end, so a failed dump leaves no file a later reader would take for a complete one,
+        and an existing file at ``path`` stays as it was.
     compression : str
         Parquet codec (``"zstd"``, ``"snappy"``, ``"none"``, ...).
     on_batch : callable, optional
@@ -486,12 +490,20 @@ def dump_to_parquet(
     if "end" in read_options and read_options["end"] is None:
         raise ValueError("dump_to_parquet reads a bounded range; end=None (follow) is not allowed")
     rows = 0
-    with pq.ParquetWriter(str(path), MESSAGE_SCHEMA, compression=compression) as writer:
-        for batch in read_batches(client_or_url, topic, **read_options):
-            writer.write_batch(batch)
-            rows += batch.num_rows
-            if on_batch is not None:
-                on_batch(batch.num_rows)
+    target = Path(path)
+    # beside the target, so the rename is atomic; named after the process, so two dumps do not
+    # collide; not from tempfile, whose files are private to the user (the output keeps the umask)
+    partial = target.absolute().parent / f".{target.name}.{os.getpid()}.partial"
+    try:
+        with pq.ParquetWriter(str(partial), MESSAGE_SCHEMA, compression=compression) as writer:
+            for batch in read_batches(client_or_url, topic, **read_options):
+                writer.write_batch(batch)
+                rows += batch.num_rows
+                if on_batch is not None:
+                    on_batch(batch.num_rows)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
     return rows
 
 
