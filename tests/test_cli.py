@@ -83,7 +83,7 @@ def test_demo_local_engine(tmp_path):
     # v1 rows read with the v3 reader get the defaults
     first = decoded.slice(0, 1).to_pylist()[0]
     assert first["items"] == [] and first["note"] is None and first["tags"] == []
-    assert all(row["error"] for row in dead.to_pylist())
+    assert all(row["message"] for row in dead.to_pylist())
     customers = pq.read_table(tmp_path / "customers-decoded.parquet")
     assert customers.column_names[:2] == ["customer", "name"] and len(customers) == 600
 
@@ -124,7 +124,7 @@ def test_decode_command(dumped):
     # with one, the good rows go to the output and the bad ones to the dead-letter table
     assert len(pq.read_table(folder / "good.parquet")) == 2997
     dead = pq.read_table(folder / "dead.parquet")
-    assert dead["index"].to_pylist() == bad_rows and dead["message"].null_count == 0
+    assert dead["index"].to_pylist() == bad_rows and dead["payload"].null_count == 0
 
 
 def test_decode_batches_number_rows_across_the_file(tmp_path, monkeypatch):
@@ -292,8 +292,8 @@ def test_demo_spark_engine(tmp_path):
     assert len(decoded) + len(dead) == 3000 and len(dead) >= 3
     # the same tables as the local engine (one output contract)
     assert decoded.column_names == ["order_id", "customer", "amount", "status", "created", "items", "note", "tags"]
-    assert dead.column_names == ["index", "message", "schema_id", "code", "offset", "error"]
-    assert all(row["error"] for row in dead.to_pylist())
+    assert dead.column_names == ["index", "payload", "schema_id", "code", "offset", "message"]
+    assert all(row["message"] for row in dead.to_pylist())
     assert pq.read_table(tmp_path / "customers-decoded.parquet").num_rows == 300
 
 

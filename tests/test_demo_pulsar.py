@@ -32,8 +32,8 @@ def _check_dead_letters(out, rows):
     dead = pq.read_table(out / "orders-dead-letter.parquet").to_pylist()
     assert len(raw) == rows and len(decoded) + len(dead) == rows and len(dead) >= 3
     for letter in dead:
-        assert letter["message"] == raw[letter["index"]]  # the position in the topic
-        assert f"(message {letter['index']}, " in letter["error"]
+        assert letter["payload"] == raw[letter["index"]]  # the position in the topic
+        assert f"(message {letter['index']}, " in letter["message"]
     return decoded, dead
 
 

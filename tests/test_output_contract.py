@@ -155,11 +155,11 @@ def test_local_engine_dead_letter(tmp_path, contract_input):
     assert "decode_error" not in table.column_names
     assert len(table) == 10 and table["id"].null_count == 1  # the good rows and the tombstone
     letters = pq.read_table(dead)
-    assert letters.schema.names == ["index", "message", "schema_id", "code", "offset", "error"]
+    assert letters.schema.names == ["index", "payload", "schema_id", "code", "offset", "message"]
     assert letters["index"].to_pylist() == [8, 9, 11]
     assert letters["schema_id"].to_pylist() == [None, ids[1], UNKNOWN_ID]
     assert letters["code"].to_pylist()[2] == ErrorCode.SCHEMA_NOT_FOUND
-    assert letters["message"].to_pylist() == [m for i, m in enumerate(_messages(ids)) if i in (8, 9, 11)]
+    assert letters["payload"].to_pylist() == [m for i, m in enumerate(_messages(ids)) if i in (8, 9, 11)]
     assert stats["errors"] == len(letters) and stats["rows"] == len(table) + len(letters)
 
 
@@ -223,9 +223,9 @@ def test_both_engines_write_the_same_tables(spark, tmp_path, contract_input, dea
         from pulsar_codec.cli._contract import input_files
         from pulsar_codec.cli.parquet_spark import decode_spark
 
-        replay_local = parquet_io.decode_parquet(spark_dead, tmp_path / "replay-l", registry, column="message")
+        replay_local = parquet_io.decode_parquet(spark_dead, tmp_path / "replay-l", registry)  # payload: the default
         replay_spark = decode_spark(
-            input_files(local_dead), tmp_path / "replay-s", registry, "message", wire.CONFLUENT, None, None, spark
+            input_files(local_dead), tmp_path / "replay-s", registry, "payload", wire.CONFLUENT, None, None, spark
         )
         assert replay_local["errors"] == replay_spark["errors"] == 3
         replayed_local, replayed_spark = pq.read_table(tmp_path / "replay-l"), pq.read_table(tmp_path / "replay-s")
@@ -245,6 +245,6 @@ def test_demo_any_row_count_writes_the_contract_tables(tmp_path, rows):
     assert (result.rows, len(decoded) + len(dead), len(dead)) == (rows, rows, result.planted)
     assert decoded.schema.field("status").type == pa.string()
     assert decoded.schema.field("created").type == pa.timestamp("us", tz="UTC")
-    assert dead.schema.names == ["index", "message", "schema_id", "code", "offset", "error"]
+    assert dead.schema.names == ["index", "payload", "schema_id", "code", "offset", "message"]
     assert sum(result.rows_by_id.values()) == len(decoded)
     assert len(pq.read_table(tmp_path / "customers-decoded.parquet")) == (max(1, rows // 10) if rows else 0)

@@ -6,8 +6,9 @@ Both engines write folders of Parquet part files with the same columns and types
   type mapping (enums as strings, timestamps as INT64 microseconds with UTC, unions as structs,
   ...), then, when no dead-letter path is given, ``decode_error`` (``struct<code:int32,
   offset:int64, message:string>``, null for good rows and tombstones);
-* the dead-letter table (:data:`DEAD_LETTER_FIELDS`): the input position, the raw message, its
-  schema id when the prefix could be read, the error code, byte offset and text.
+* the dead-letter table (:data:`DEAD_LETTER_FIELDS`): the input position, the raw message
+  (``payload``), its schema id when the prefix could be read, the error code, byte offset and text
+  (``message``), named as the fields of Spark's ``decode_error``.
 
 The error text is the pipeline's, with the row named by its position in the input (files of a
 folder in name order), so ``(message 15, byte 0)`` is the row whose ``index`` is 15.
@@ -53,11 +54,11 @@ _BINARY_TYPES = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_binar
 
 DEAD_LETTER_FIELDS = (
     ("index", "int64: the row's position in the input (files of a folder in name order)"),
-    ("message", "binary: the raw message, as read"),
+    ("payload", "binary: the raw message, as read"),
     ("schema_id", "int64 (string for GUID protocols): the id in the prefix, null when it could not be read"),
     ("code", "int32: pulsar_codec.errors.ErrorCode"),
     ("offset", "int64: the byte offset of the error"),
-    ("error", "string: the error text"),
+    ("message", "string: the error text"),
 )
 """The dead-letter columns, in order, with what each holds."""
 
@@ -68,11 +69,11 @@ def dead_letter_schema(protocol: wire.Protocol) -> pa.Schema:
     return pa.schema(
         [
             pa.field("index", pa.int64(), nullable=False),
-            pa.field("message", pa.binary()),
+            pa.field("payload", pa.binary()),
             pa.field("schema_id", pa.string() if guid else pa.int64()),
             pa.field("code", pa.int32()),
             pa.field("offset", pa.int64()),
-            pa.field("error", pa.string()),
+            pa.field("message", pa.string()),
         ]
     )
 
