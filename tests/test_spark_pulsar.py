@@ -27,7 +27,7 @@ from pyspark.errors import StreamingQueryException
 
 from pulsar_codec import spark as pcs
 from pulsar_codec.errors import ErrorCode, SchemaError
-from pulsar_codec.integrations.spark.pulsar_options import OffsetSpec, registry_config
+from pulsar_codec.integrations.spark.pulsar_options import SOURCE_OPTIONS, OffsetSpec, registry_config
 from pulsar_codec.integrations.spark.pulsar_sink import SinkPlan
 from pulsar_codec.integrations.spark.pulsar_source import PulsarBatchReader, PulsarDataSource, SourcePlan
 from pulsar_codec.registry import LocalRegistry
@@ -548,6 +548,15 @@ def test_option_errors(spark, registered, pulsar_broker, tmp_path):
         OffsetSpec.parse('{"a": "nope"}', "earliest", "starting_offsets")
     with pytest.raises(ValueError, match="positive integer"):
         SourcePlan.from_options({**base, "decode": "false", "max_records_per_trigger": "0"})
+    # a misspelt or Kafka-style option is refused, never ignored; 'topic' is the one-topic spelling
+    with pytest.raises(ValueError, match=r"no option 'startingOffsets' \(did you mean 'starting_offsets'\?\)"):
+        SourcePlan.from_options({**base, "decode": "false", "startingOffsets": "latest"})
+    with pytest.raises(ValueError, match="takes no path"):
+        SourcePlan.from_options({**base, "decode": "false", "path": "orders"})
+    single = {"service_url": pulsar_broker.url, "topic": "a", "decode": "false"}
+    assert SourcePlan.from_options(single).topics == ("persistent://public/default/a",)
+    with pytest.raises(ValueError, match="not both"):
+        SourcePlan.from_options({**single, "topics": "a,b"})
     with pytest.raises(ValueError, match=r"'starting_offsets' names persistent://public/default/other, which is not"):
         SourcePlan.from_options({**base, "decode": "false", "starting_offsets": '{"other": "earliest"}'})
     with pytest.raises(ValueError, match="'ending_offsets' names"):
@@ -562,6 +571,10 @@ def test_option_errors(spark, registered, pulsar_broker, tmp_path):
 
     from pyspark.sql.types import StructType
 
+    with pytest.raises(ValueError, match=r"no option 'topics' \(did you mean 'topic'\?\)"):
+        SinkPlan.from_options(
+            {"service_url": pulsar_broker.url, "topics": "t"}, StructType().add("value", "binary"), False
+        )
     with pytest.raises(ValueError, match="cannot overwrite"):
         SinkPlan.from_options(
             {"service_url": pulsar_broker.url, "topic": "t"}, StructType().add("value", "binary"), True
@@ -575,3 +588,15 @@ def test_option_errors(spark, registered, pulsar_broker, tmp_path):
     )
     with pytest.raises(StreamingQueryException, match="ending_offsets applies to batch reads"):
         query.awaitTermination(60)
+
+
+def test_an_option_no_side_reads_is_a_warning(caplog):
+    """A name far from every option (Spark's own, another tool's) is not refused, but said."""
+    import logging
+
+    options = {"service_url": "pulsar://127.0.0.1:1", "topics": "a", "decode": "false", "fetchsize": "10"}
+    with caplog.at_level(logging.WARNING, logger="pulsar_codec"):
+        SourcePlan.from_options({**options, "checkpointLocation": "/tmp/x"})
+    assert [r.getMessage() for r in caplog.records if "ignores the option" in r.getMessage()] == [
+        "format(\"pulsar\") (reading) ignores the option 'fetchsize'; its options: " + ", ".join(sorted(SOURCE_OPTIONS))
+    ]

@@ -6,7 +6,9 @@ driver, so a malformed option fails the query before any task runs.
 
 from __future__ import annotations
 
+import difflib
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +19,9 @@ from ...registry import RegistryConfig
 from .pulsar_offsets import EARLIEST, LATEST, decode_offset, split_partition
 
 __all__ = [
+    "SINK_OPTIONS",
+    "SOURCE_OPTIONS",
+    "check_names",
     "DEFAULT_TIMEOUT_MS",
     "OffsetSpec",
     "PatternTopics",
@@ -32,6 +37,71 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT_MS = 30_000
+
+_log = logging.getLogger("pulsar_codec")
+_SPARK_OPTIONS = frozenset({"checkpointlocation"})  # Spark hands its own streaming options to sinks too
+_REGISTRY_OPTIONS = frozenset({"registry", "registry_auth", "registry_token"})
+SOURCE_OPTIONS = _REGISTRY_OPTIONS | {
+    "service_url",
+    "topics",
+    "topic",
+    "topics_pattern",
+    "admin_url",
+    "admin_token",
+    "starting_offsets",
+    "ending_offsets",
+    "decode",
+    "reader_schema",
+    "reader_subject",
+    "subject",
+    "format",
+    "protocol",
+    "keyvalue",
+    "key_encoding",
+    "key_reader_schema",
+    "key_subject",
+    "key_format",
+    "max_records_per_trigger",
+    "timeout_ms",
+}
+"""The options ``spark.read(Stream).format("pulsar")`` reads."""
+SINK_OPTIONS = _REGISTRY_OPTIONS | {
+    "service_url",
+    "topic",
+    "subject",
+    "schema",
+    "format",
+    "protocol",
+    "key_column",
+    "keyvalue",
+    "key_encoding",
+    "key_schema",
+    "key_subject",
+    "key_format",
+    "use_latest",
+    "auto_register",
+    "timeout_ms",
+}
+"""The options ``df.write(Stream).format("pulsar")`` reads."""
+
+
+def check_names(options: Mapping[str, str], known: frozenset[str], what: str) -> None:
+    """Refuse an option name close to one ``what`` reads (a misspelt or Kafka-style name such as
+    ``startingOffsets`` would otherwise be ignored, and the query run with the default); warn of
+    any other name it does not read (Spark's own options, such as ``checkpointLocation``, pass)."""
+    for name in options:
+        key = str(name).lower()
+        if key in known or key in _SPARK_OPTIONS:
+            continue
+        if key == "path":
+            raise ValueError(f"{what} takes no path (load() / save() without an argument): give the topics as options")
+        spelt = key.replace("_", "")
+        near = [k for k in known if k.replace("_", "") == spelt] or difflib.get_close_matches(key, sorted(known), 1)
+        if near:
+            raise ValueError(
+                f"{what} has no option {name!r} (did you mean {near[0]!r}?); its options: {', '.join(sorted(known))}"
+            )
+        _log.warning("%s ignores the option %r; its options: %s", what, name, ", ".join(sorted(known)))
 
 
 def required(options: Mapping[str, str], name: str) -> str:
@@ -119,7 +189,7 @@ def topic_pattern(options: Mapping[str, str]) -> PatternTopics | None:
     text = options.get("topics_pattern")
     if text is None or not str(text).strip():
         return None
-    if str(options.get("topics") or "").strip():
+    if str(options.get("topics") or options.get("topic") or "").strip():
         raise ValueError("give the option 'topics' or the option 'topics_pattern', not both")
     admin_url = str(options.get("admin_url") or "").strip()
     if not admin_url:
@@ -147,7 +217,14 @@ def topic_list(options: Mapping[str, str]) -> tuple[str, ...]:
     pattern = topic_pattern(options)
     if pattern is not None:
         return pattern.topics()
-    names = [full_topic(t) for t in required(options, "topics").split(",") if t.strip()]
+    given = options.get("topics")
+    if given is not None and str(given).strip() and str(options.get("topic") or "").strip():
+        raise ValueError("give the option 'topics' (or its one-topic spelling 'topic'), not both")
+    if (given is None or not str(given).strip()) and str(options.get("topic") or "").strip():
+        given = options.get("topic")  # the sink's spelling, and pulsar-spark's for one topic
+    else:
+        given = required(options, "topics")
+    names = [full_topic(t) for t in str(given).split(",") if t.strip()]
     if not names:
         raise ValueError("option 'topics' names no topic")
     return tuple(dict.fromkeys(names))

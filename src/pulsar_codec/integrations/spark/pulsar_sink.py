@@ -67,7 +67,7 @@ from ...pulsar._sdk import check_key_encoding
 from .encode import EncodeJob, _body_schema, _writer_text
 from .executor import shared_encoder, use_backend
 from .pulsar_offsets import broker_calls, shared_client, split_partition
-from .pulsar_options import flag, full_topic, positive_int, registry_config, required
+from .pulsar_options import SINK_OPTIONS, check_names, flag, full_topic, positive_int, registry_config, required
 
 __all__ = [
     "PartEncoder",
@@ -260,6 +260,7 @@ class SinkPlan:
         """Read the options and settle the writer schemas (registered here, on the driver)."""
         from pyspark.sql.types import BinaryType, StringType, StructType
 
+        check_names(options, SINK_OPTIONS, 'format("pulsar") (writing)')
         if overwrite:
             raise ValueError('format("pulsar") appends to a topic; it cannot overwrite one (use mode "append")')
         topic = full_topic(required(options, "topic"))

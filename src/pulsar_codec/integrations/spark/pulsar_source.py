@@ -104,8 +104,10 @@ from .pulsar_offsets import (
 )
 from .pulsar_options import (
     DEFAULT_TIMEOUT_MS,
+    SOURCE_OPTIONS,
     OffsetSpec,
     PatternTopics,
+    check_names,
     flag,
     positive_int,
     registry_config,
@@ -203,6 +205,7 @@ class SourcePlan:
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourcePlan:
         """Read and check the options; with ``decode=true`` ask the registry for the reader schemas."""
+        check_names(options, SOURCE_OPTIONS, 'format("pulsar") (reading)')
         pattern = topic_pattern(options)
         topics = topic_list(options) if pattern is None else pattern.topics()  # admin API: listed once
         protocol = wire.protocol_by_name(options.get("protocol") or wire.CONFLUENT)
