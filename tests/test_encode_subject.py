@@ -65,7 +65,7 @@ def test_schema_id_given(backend, reg, ck_client):  # noqa: F811
 def test_auto_register_false_refuses_an_unknown_schema(backend, reg):  # noqa: F811
     reg.register("orders-value", USER)
     other = dict(USER, fields=USER["fields"][:1])
-    with pytest.raises(SchemaNotFoundError):
+    with pytest.raises(SchemaNotFoundError, match="subject 'orders-value' holds no version of the writer schema"):
         pc.encode(_batch([{"id": 1}]), reg, "orders-value", schema=other, auto_register=False)
     assert reg.list_versions("orders-value") == [1]
     with pytest.raises(SchemaNotFoundError):

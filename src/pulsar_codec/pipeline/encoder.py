@@ -224,7 +224,13 @@ class MessageEncoder:
         if not self.auto_register and not isinstance(registry, Mapping):
             if self.subject is None:
                 raise ValueError("looking a schema up needs a subject")
-            return lookup_id(registry, self.subject, text, self._fmt.name)
+            try:
+                return lookup_id(registry, self.subject, text, self._fmt.name)
+            except SchemaNotFoundError as exc:
+                raise SchemaNotFoundError(
+                    f"subject {self.subject!r} holds no version of the writer schema ({exc}); with "
+                    "auto_register=False it is only looked up: register it first, or let the encoder register it"
+                ) from exc
         if hasattr(registry, "register_schema") and not hasattr(registry, "register"):  # confluent-kafka's client
             if self.subject is None:
                 raise ValueError("registering a schema needs a subject")
