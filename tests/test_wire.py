@@ -602,3 +602,9 @@ def test_strip_pulsar_schema_ids_twins_agree_with_the_scalar_form(both_backends,
             assert ids.type == pa.binary()
             assert ids.to_pylist() == expected_ids
             assert is_kv.to_pylist() == expected_kv
+
+
+def test_pack_names_a_payload_of_the_wrong_type():
+    with pytest.raises(TypeError, match="payload must be bytes, bytearray or memoryview, not str"):
+        wire.CONFLUENT.pack(1, "x")  # type: ignore[arg-type]
+    assert wire.CONFLUENT.pack(1, memoryview(b"x")) == b"\x00\x00\x00\x00\x01x"

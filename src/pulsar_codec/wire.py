@@ -159,6 +159,8 @@ class Protocol:
         compression: str | None = None,
     ) -> bytes:
         """Prefix one payload with ``schema_id`` (``compression`` as for :func:`frame`)."""
+        if not isinstance(payload, (bytes, bytearray, memoryview)):
+            raise TypeError(f"payload must be bytes, bytearray or memoryview, not {type(payload).__name__}")
         framed = frame([bytes(payload)], [schema_id], self, message_indexes=message_indexes, compression=compression)
         message: bytes = framed[0].as_py()
         return message
