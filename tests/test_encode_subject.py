@@ -146,3 +146,15 @@ def test_use_latest_arguments():
         MessageEncoder({}, use_latest=True)
     with pytest.raises(ValueError, match="do not pass schema"):
         MessageEncoder({}, "s", use_latest=True, schema=USER)
+
+
+def test_derived_json_schema_keeps_the_subject_s_optional_properties(backend, reg):  # noqa: F811
+    """JSON: a property the latest version leaves optional stays optional in a derived version,
+    so a batch whose Arrow schema says "never null" does not make a version the subject refuses."""
+    first = pc.MessageEncoder(reg, "events-value", format="JSON")
+    first.encode(pa.table({"id": [1, None]}))
+    strict = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    pc.MessageEncoder(reg, "events-value", format="JSON").encode(pa.table({"id": [2]}, strict))
+    assert reg.list_versions("events-value") == [1]
+    latest = json.loads(reg.get_latest("events-value").schema)
+    assert latest["properties"]["id"]["type"] == ["integer", "null"] and "id" not in latest.get("required", [])

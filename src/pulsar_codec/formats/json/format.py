@@ -39,6 +39,7 @@ from ..._kernels.defs import (
     J_TIMESTAMP,
 )
 from ...errors import ErrorCode, SchemaError, raise_for
+from ..avro.format import FORMAT as FORMAT_AVRO
 from ..avro.format import AvroPlan, finish, kernel_layout, run
 from ..avro.plan import Layout, build_plan
 from ..base import RowError, Segment
@@ -280,6 +281,22 @@ class JsonFormat:
         from .encoder import JsonEncoder  # the encoder imports this package: import it when asked
 
         return JsonEncoder(model)
+
+    def nullable_fields(self, model: JsonSchemaModel) -> frozenset[str]:
+        """The top-level properties a value may leave out or set to null (those of a Pulsar JSON
+        schema's Avro record that admit null)."""
+        if model.avro is not None:
+            return FORMAT_AVRO.nullable_fields(model.avro)
+        document = model.document
+        if not isinstance(document, dict) or not isinstance(document.get("properties"), dict):
+            return frozenset()
+        required = set(document.get("required") or ())
+        found = set()
+        for name, prop in document["properties"].items():
+            declared = prop.get("type") if isinstance(prop, dict) else None
+            if name not in required or declared == "null" or (isinstance(declared, list) and "null" in declared):
+                found.add(name)
+        return frozenset(found)
 
     def model_from_arrow(
         self, schema: pa.Schema, name: str = "Record", nulls: Mapping[str, bool] | None = None
