@@ -94,6 +94,60 @@ def test_value_comes_before_payload_and_ambiguity_names_both(tmp_path, registry_
         resolve_column(pa.schema([("raw", pa.binary()), ("key", pa.binary())]), None, "x")
 
 
+def test_keep_brings_the_dumps_columns_along(tmp_path, registry_db, capsys):
+    db, sid = registry_db
+    dump_shaped(tmp_path / "raw.parquet", [wire.CONFLUENT.pack(sid, bytes([2 * i])) for i in range(3)] + [b"\x07x"])
+    base = ["decode", str(tmp_path / "raw.parquet"), "-o", str(tmp_path / "out"), "--registry", db]
+    assert cli.main([*base, "--keep", "message_id,publish_time,key"]) == 0, capsys.readouterr().err
+    table = pq.read_table(tmp_path / "out")
+    assert table.column_names == ["key", "publish_time", "message_id", "a", "decode_error"]
+    assert table["message_id"].to_pylist() == [f"{i}:0:-1".encode() for i in range(4)]
+    assert table.schema.field("publish_time").type == pa.timestamp("us", tz="UTC")
+    assert table["a"].to_pylist() == [0, 1, 2, None]
+    # all: every column but the messages'; with a dead-letter path its table keeps its own columns
+    argv = [*base, "--keep", "all", "--dead-letter", str(tmp_path / "dead")]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert pq.read_table(tmp_path / "out").column_names[:-1] == pq.read_schema(tmp_path / "raw.parquet").names[1:]
+    dead = pq.read_table(tmp_path / "dead")
+    assert dead.column_names == ["index", "payload", "schema_id", "code", "offset", "message"]
+    assert "--keep COL[,COL...]" in help_text(capsys, "decode")
+
+
+def test_keep_errors_are_usage_errors(tmp_path, registry_db, capsys):
+    db, sid = registry_db
+    dump_shaped(tmp_path / "raw.parquet", [wire.CONFLUENT.pack(sid, b"\x02")])
+    base = ["decode", str(tmp_path / "raw.parquet"), "-o", str(tmp_path / "out"), "--registry", db, "--keep"]
+    assert cli.main([*base, "msg_id"]) == 2
+    line = one_line(capsys.readouterr())
+    assert line.startswith("pulsar-codec: --keep: no column 'msg_id' in ") and line.endswith(
+        "its columns: payload, key, key_bytes, properties, publish_time, event_time, message_id, topic,"
+        " schema_version, redelivery_count"
+    )
+    raw = pq.read_table(tmp_path / "raw.parquet")
+    pq.write_table(raw.append_column("a", raw["schema_version"]), tmp_path / "clash.parquet")
+    base[1] = str(tmp_path / "clash.parquet")
+    assert cli.main([*base, "a,key"]) == 2
+    assert "--keep: column 'a' has the name of a decoded field" in one_line(capsys.readouterr())
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_keep_on_the_spark_engine_writes_the_local_engines_table(tmp_path, registry_db):
+    pytest.importorskip("pyspark")
+    db, sid = registry_db
+    dump_shaped(tmp_path / "raw.parquet", [wire.CONFLUENT.pack(sid, bytes([2 * i])) for i in range(5)] + [None])
+    tables = []
+    for engine in ("local", "spark"):
+        out = tmp_path / engine
+        argv = ["decode", str(tmp_path / "raw.parquet"), "-o", str(out), "--registry", db, "-q"]
+        done = run_cli(*argv, "--engine", engine, "--keep", "message_id,publish_time,key,properties")
+        assert done.returncode == 0, done.stderr
+        tables.append(pq.read_table(out).sort_by("message_id"))
+    assert tables[0].schema.remove_metadata() == tables[1].schema.remove_metadata()
+    assert tables[0].to_pylist() == tables[1].to_pylist()
+    assert tables[0].column_names == ["key", "properties", "publish_time", "message_id", "a", "decode_error"]
+
+
 # -- 2. a failed dump leaves nothing; an empty one says so --------------------------------------------
 
 

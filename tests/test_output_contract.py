@@ -248,3 +248,158 @@ def test_demo_any_row_count_writes_the_contract_tables(tmp_path, rows):
     assert dead.schema.names == ["index", "payload", "schema_id", "code", "offset", "message"]
     assert sum(result.rows_by_id.values()) == len(decoded)
     assert len(pq.read_table(tmp_path / "customers-decoded.parquet")) == (max(1, rows // 10) if rows else 0)
+
+
+# -- --keep: input columns beside the decoded fields, the same on both engines --------------------------
+
+# the extra columns beyond what `pulsar-codec dump` writes: types that Spark reads back as another type
+_EXTRA = pa.schema(
+    [
+        pa.field("local_time", pa.timestamp("ms")),  # no zone: Spark's TIMESTAMP_NTZ
+        pa.field("zoned_time", pa.timestamp("s", tz="Europe/Berlin")),
+        pa.field("count", pa.uint32()),
+        pa.field("digest", pa.binary(4)),
+        pa.field("waited", pa.duration("ms")),  # no Parquet type: the stored int64
+        pa.field("decoded", pa.string()),  # names the Spark engine could use for its own columns
+        pa.field("error_text", pa.string()),
+        pa.field(
+            "nested",
+            pa.struct([pa.field("n", pa.int16(), nullable=False), pa.field("xs", pa.list_(pa.int64()))]),
+            nullable=False,
+        ),
+    ]
+)
+
+
+def _dump_shaped(path, messages, extra=False):
+    """The messages as `pulsar-codec dump` writes them (``payload`` plus key, properties, times, id)."""
+    from pulsar_codec.pulsar import MESSAGE_SCHEMA
+
+    n = len(messages)
+    columns = {
+        "payload": pa.array(messages, pa.binary()),
+        "key": pa.array([None if i % 4 == 0 else f"k{i}" for i in range(n)], pa.string()),
+        "key_bytes": pa.array([None if i % 4 == 0 else f"k{i}".encode() for i in range(n)], pa.binary()),
+        "properties": pa.array([{"p": str(i), "q": "x"} if i % 3 else {} for i in range(n)], MESSAGE_SCHEMA[3].type),
+        "publish_time": pa.array([1_700_000_000_000 + 1000 * i + 7 for i in range(n)], pa.timestamp("ms", tz="UTC")),
+        "event_time": pa.array([None if i % 2 else 1_600_000_000_123 + i for i in range(n)], pa.timestamp("ms", "UTC")),
+        "message_id": pa.array([f"{i}:0:-1".encode() for i in range(n)], pa.binary()),
+        "topic": pa.array(["persistent://public/default/orders"] * n, pa.string()),
+        "schema_version": pa.array([None if i % 5 else i for i in range(n)], pa.int64()),
+        "redelivery_count": pa.array([i % 2 for i in range(n)], pa.int32()),
+    }
+    schema = MESSAGE_SCHEMA
+    if extra:
+        columns["local_time"] = pa.array([1_650_000_000_000 + i for i in range(n)], pa.timestamp("ms"))
+        columns["zoned_time"] = pa.array(
+            [None if i == 3 else 1_650_000_000 + i for i in range(n)], _EXTRA.field("zoned_time").type
+        )
+        columns["count"] = pa.array([2**32 - 1 - i for i in range(n)], pa.uint32())
+        columns["digest"] = pa.array([i.to_bytes(4, "big") for i in range(n)], pa.binary(4))
+        columns["decoded"] = pa.array([f"d{i}" for i in range(n)])
+        columns["error_text"] = pa.array([f"e{i}" for i in range(n)])
+        columns["waited"] = pa.array([None if i == 2 else 1500 * i for i in range(n)], pa.duration("ms"))
+        columns["nested"] = pa.array(
+            [{"n": i, "xs": list(range(i % 3)) or None} for i in range(n)], _EXTRA.field("nested").type
+        )
+        schema = pa.schema([*MESSAGE_SCHEMA, *_EXTRA])
+    pq.write_table(pa.table(columns, schema=schema), path)
+
+
+@pytest.fixture
+def dump_input(tmp_path, contract_input):
+    registry, _, ids = contract_input
+    path = tmp_path / "dump.parquet"
+    _dump_shaped(path, _messages(ids), extra=True)
+    return registry, path
+
+
+def _decode_keep(tmp_path, registry, path, engine, keep, dead_letter, session=None):
+    out = tmp_path / f"keep-{engine}-{'dl' if dead_letter else 'all'}"
+    dead = tmp_path / f"keep-{engine}-dead" if dead_letter else None
+    if engine == "spark":
+        from pulsar_codec.cli.parquet_spark import decode_spark
+
+        decode_spark([path], out, registry, "payload", wire.CONFLUENT, None, dead, session=session, keep=keep)
+    else:
+        parquet_io.decode_parquet(path, out, registry, dead_letter=dead, keep=keep)
+    return pq.read_table(out), (pq.read_table(dead) if dead else None)
+
+
+def test_keep_puts_input_columns_first_in_the_inputs_order(tmp_path, dump_input):
+    registry, path = dump_input
+    table, _ = _decode_keep(tmp_path, registry, path, "local", "message_id,publish_time,key", False)
+    assert table.column_names[:4] == ["key", "publish_time", "message_id", "id"]
+    assert table.column_names[-1] == "decode_error" and len(table) == 13
+    # timestamps as the contract writes them: INT64 microseconds in UTC
+    assert table.schema.field("publish_time").type == pa.timestamp("us", tz="UTC")
+    column = pq.ParquetFile(next((tmp_path / "keep-local-all").iterdir())).schema.column(1)
+    assert (column.name, column.physical_type) == ("publish_time", "INT64")
+    raw = pq.read_table(path)
+    assert table["message_id"].to_pylist() == raw["message_id"].to_pylist()
+    assert table["key"].to_pylist() == raw["key"].to_pylist()
+    assert table["publish_time"].to_pylist() == raw["publish_time"].to_pylist()
+    assert table["id"].to_pylist()[:4] == [0, 1, 2, 3] and table["decode_error"].to_pylist()[8]["code"] is not None
+
+
+def test_keep_with_dead_letter_keeps_the_columns_of_the_good_rows_only(tmp_path, dump_input):
+    registry, path = dump_input
+    table, letters = _decode_keep(tmp_path, registry, path, "local", "message_id", True)
+    assert table.column_names[0] == "message_id" and "decode_error" not in table.column_names
+    assert table["message_id"].to_pylist() == [f"{i}:0:-1".encode() for i in range(13) if i not in (8, 9, 11)]
+    assert letters.schema.names == ["index", "payload", "schema_id", "code", "offset", "message"]
+
+
+def test_keep_all_and_the_message_column(tmp_path, dump_input):
+    registry, path = dump_input
+    raw = pq.read_table(path)
+    table, _ = _decode_keep(tmp_path, registry, path, "local", "all", False)
+    assert table.column_names[: len(raw.column_names) - 1] == raw.column_names[1:]  # all but payload
+    assert table["properties"].to_pylist() == raw["properties"].to_pylist()
+    assert table["nested"].to_pylist() == raw["nested"].to_pylist()
+    # as Spark reads them: the stored integers, zone-less timestamps without a zone, widened unsigned
+    assert table["waited"].to_pylist() == raw["waited"].cast(pa.int64()).to_pylist()
+    assert table.schema.field("local_time").type == pa.timestamp("us")
+    assert table.schema.field("count").type == pa.int64() and table["count"][0].as_py() == 2**32 - 1
+    # the messages' own column, named: every row's raw bytes
+    table, _ = _decode_keep(tmp_path, registry, path, "local", "payload,topic", False)
+    assert table.column_names[:3] == ["payload", "topic", "id"]
+    assert table["payload"].to_pylist() == raw["payload"].to_pylist()
+
+
+def test_keep_refuses_unknown_and_clashing_columns(tmp_path, dump_input):
+    registry, path = dump_input
+    with pytest.raises(UsageError, match=r"--keep: no column 'nope', 'Key2' in .*; its columns: payload, key, "):
+        parquet_io.decode_parquet(path, tmp_path / "o", registry, keep="key,nope,Key2")
+    for empty in ("key,,topic", ""):
+        with pytest.raises(UsageError, match="--keep: empty column name"):
+            parquet_io.decode_parquet(path, tmp_path / "o", registry, keep=empty)
+    raw = pq.read_table(path)
+    clash = tmp_path / "clash.parquet"
+    pq.write_table(raw.append_column("ID", raw["schema_version"]).append_column("decode_error", raw["topic"]), clash)
+    for keep, name in (("ID", "ID"), ("decode_error", "decode_error"), ("all", "ID")):
+        with pytest.raises(UsageError, match=rf"--keep: column '{name}' .*decoded field|--keep: column '{name}'"):
+            parquet_io.decode_parquet(clash, tmp_path / "o", registry, keep=keep)
+    assert not (tmp_path / "o").exists()  # refused before anything is written
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("keep", "dead_letter"),
+    [("message_id,publish_time,key", False), ("message_id,publish_time,key", True), ("all", False), ("payload", True)],
+    ids=["some", "some-dead-letter", "all", "message-column-dead-letter"],
+)
+def test_both_engines_keep_the_same_columns(spark, tmp_path, dump_input, keep, dead_letter):
+    registry, path = dump_input
+    local, local_dead = _decode_keep(tmp_path, registry, path, "local", keep, dead_letter)
+    remote, spark_dead = _decode_keep(tmp_path, registry, path, "spark", keep, dead_letter, session=spark)
+    assert local.schema.remove_metadata() == remote.schema.remove_metadata()
+    key = "id" if keep == "payload" else "message_id"
+    assert _sorted(local, key).to_pylist() == _sorted(remote, key).to_pylist()
+    if dead_letter:
+        assert local_dead.schema.remove_metadata() == spark_dead.schema.remove_metadata()
+        assert _sorted(local_dead, "index").to_pylist() == _sorted(spark_dead, "index").to_pylist()
+    # each engine reads what the other wrote
+    suffix = "dl" if dead_letter else "all"
+    local_schema = spark.read.parquet(str(tmp_path / f"keep-local-{suffix}")).schema
+    assert local_schema == spark.read.parquet(str(tmp_path / f"keep-spark-{suffix}")).schema

@@ -2,10 +2,12 @@
 
 Both engines write folders of Parquet part files with the same columns and types:
 
-* the decoded table: one column per reader-schema field, typed as the Spark column of the README's
-  type mapping (enums as strings, timestamps as INT64 microseconds with UTC, unions as structs,
-  ...), then, when no dead-letter path is given, ``decode_error`` (``struct<code:int32,
-  offset:int64, message:string>``, null for good rows and tombstones);
+* the decoded table: the input columns named by ``--keep`` (:func:`kept_columns`, in the input's
+  order, typed as Spark reads them back: :func:`kept_plan`), then one column per reader-schema
+  field, typed as the Spark column of the README's type mapping (enums as strings, timestamps as
+  INT64 microseconds with UTC, unions as structs, ...), then, when no dead-letter path is given,
+  ``decode_error`` (``struct<code:int32, offset:int64, message:string>``, null for good rows and
+  tombstones);
 * the dead-letter table (:data:`DEAD_LETTER_FIELDS`): the input position, the raw message
   (``payload``), its schema id when the prefix could be read, the error code, byte offset and text
   (``message``), named as the fields of Spark's ``decode_error``.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import re
 import shutil
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import wire
-from ..integrations.spark.types import reader_struct
+from ..integrations.spark.types import Converter, reader_struct, spark_arrow_type
 from ._console import UsageError
 
 ERROR_TYPE = pa.struct([pa.field("code", pa.int32()), pa.field("offset", pa.int64()), pa.field("message", pa.string())])
@@ -42,6 +45,8 @@ __all__ = [
     "dead_letter_schema",
     "dead_letter_table",
     "input_files",
+    "kept_columns",
+    "kept_plan",
     "number_text",
     "prepare_output",
     "resolve_column",
@@ -124,6 +129,122 @@ def resolve_column(schema: pa.Schema, column: str | None, where: str | Path) -> 
         f"no --column given and {where} has neither a 'value' column nor a binary 'payload' column; "
         f"pick one of the binary columns: {present}"
     )
+
+
+KEEP_ALL = "all"
+"""``--keep all``: every input column but the messages' one."""
+
+
+def kept_columns(
+    schema: pa.Schema,
+    keep: str | Sequence[str] | None,
+    column: str,
+    decoded: Sequence[str],
+    where: str | Path,
+) -> list[str]:
+    """The input columns the decoded table keeps (``--keep``), in the input's order.
+
+    Parameters
+    ----------
+    schema : pa.Schema
+        The input's schema (its first file's).
+    keep : str or list of str, optional
+        ``"COL,COL"``, a list of names, or ``"all"`` (every column but ``column``). Naming
+        ``column`` keeps every row's raw bytes.
+    column : str
+        The messages' column.
+    decoded : list of str
+        The decoded fields' names: a kept column may not share one, nor ``decode_error``. Names
+        are compared without case, as Spark compares them (``spark.sql.caseSensitive`` is off).
+    where : path
+        The input, as error texts name it.
+
+    Raises :class:`~pulsar_codec.cli._console.UsageError` for an empty or unknown name (naming the
+    columns there are) and for a clash.
+    """
+    if keep is None:
+        return []
+    names = [n.strip() for n in keep.split(",")] if isinstance(keep, str) else [str(n) for n in keep]
+    if names == [KEEP_ALL]:
+        names = [n for n in schema.names if n != column]
+    if any(not n for n in names):
+        raise UsageError(f"--keep: empty column name in {','.join(names)!r}; give COL[,COL...] or all")
+    unknown = [n for n in dict.fromkeys(names) if n not in schema.names]
+    if unknown:
+        listed = ", ".join(repr(n) for n in unknown)
+        raise UsageError(f"--keep: no column {listed} in {where}; its columns: {', '.join(schema.names)}")
+    kept = [n for n in schema.names if n in names]
+    taken = {n.lower(): n for n in decoded}
+    for name in kept:
+        if name.lower() == "decode_error":
+            raise UsageError(f"--keep: column {name!r} has the name of the error column the output adds")
+        if name.lower() in taken:
+            raise UsageError(
+                f"--keep: column {name!r} has the name of a decoded field ({taken[name.lower()]!r}; names are"
+                " compared without case, as Spark does); rename it in the input or keep other columns"
+            )
+    return kept
+
+
+def kept_plan(schema: pa.Schema, kept: Sequence[str]) -> tuple[list[pa.Field], list[Converter]]:
+    """The output fields of the kept columns and one converter per column.
+
+    A kept column is written as Spark reads it back from the input and writes it: durations as
+    the int64 Parquet stores them (Parquet has no duration type), then the Spark column of the
+    type (timestamps as microseconds, UTC when zoned; unsigned integers widened; fixed-size binary
+    as binary; see :func:`~pulsar_codec.integrations.spark.types.spark_arrow_type`), nullable at
+    every level (Spark reads every file column as nullable), map keys excepted.
+    """
+    fields: list[pa.Field] = []
+    converters: list[Converter] = []
+    for name in kept:
+        stored = _stored(schema.field(name).type)
+        target, convert = spark_arrow_type(stored)
+        target = _nullable(target)
+        fields.append(pa.field(name, target, nullable=True))
+        converters.append(_kept_converter(stored, convert, target))
+    return fields, converters
+
+
+def _kept_converter(stored: pa.DataType, convert: Converter | None, target: pa.DataType) -> Converter:
+    def run(array: Any) -> Any:
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        if array.type != stored:
+            array = array.cast(stored)
+        if convert is not None:
+            array = convert(array)
+        return array if array.type == target else array.cast(target)
+
+    return run
+
+
+def _stored(t: pa.DataType) -> pa.DataType:
+    """``t`` with each duration as the int64 Parquet stores it, as Spark reads it."""
+    if pa.types.is_duration(t):
+        return pa.int64()
+    if pa.types.is_struct(t):
+        changed = pa.struct([f.with_type(_stored(f.type)) for f in t])
+    elif pa.types.is_map(t):
+        changed = pa.map_(t.key_field, t.item_field.with_type(_stored(t.item_type)))
+    elif pa.types.is_list(t):
+        changed = pa.list_(t.value_field.with_type(_stored(t.value_type)))
+    elif pa.types.is_large_list(t):
+        changed = pa.large_list(t.value_field.with_type(_stored(t.value_type)))
+    else:
+        return t
+    return t if changed == t else changed
+
+
+def _nullable(t: pa.DataType) -> pa.DataType:
+    """``t`` with every nested field nullable (map keys stay required, as Parquet has them)."""
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _nullable(f.type), nullable=True) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(pa.field("key", t.key_type, nullable=False), pa.field("value", _nullable(t.item_type)))
+    if pa.types.is_list(t):
+        return pa.list_(pa.field("element", _nullable(t.value_type), nullable=True))
+    return t
 
 
 def contract_columns(arrow_schema: pa.Schema) -> tuple[pa.Schema, list[Any]]:

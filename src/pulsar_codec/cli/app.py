@@ -170,6 +170,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
             reader_schema=reader,
             dead_letter=args.dead_letter,
             message=args.message,
+            keep=args.keep,
             **column,
         )
     finally:
@@ -409,10 +410,13 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Read INPUT (Parquet), decode the binary column of framed Avro, JSON or Protobuf\n"
             "messages with the writer schemas from the registry, and write OUTPUT (Parquet)\n"
-            "with the decoded fields and a decode_error column.\n\n"
+            "with the decoded fields and a decode_error column (after the input columns --keep\n"
+            "names, such as the message_id, key and publish_time that dump writes).\n\n"
             "Example:\n"
             "  pulsar-codec dump --service-url pulsar://127.0.0.1:6650 --topic orders -o raw.parquet\n"
-            "  pulsar-codec decode raw.parquet -o decoded.parquet --registry registry.db"
+            "  pulsar-codec decode raw.parquet -o decoded.parquet --registry registry.db\n"
+            "  pulsar-codec decode raw.parquet -o decoded.parquet --registry registry.db \\\n"
+            "      --keep message_id,publish_time,key"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -440,6 +444,13 @@ def build_parser() -> argparse.ArgumentParser:
         "messages of other types are bad rows",
     )
     decode.add_argument("--dead-letter", metavar="PATH", help="also write the bad rows (raw bytes + error) here")
+    decode.add_argument(
+        "--keep",
+        metavar="COL[,COL...]",
+        help="input columns to write before the decoded fields, in the input's order (e.g. "
+        "message_id,publish_time,key); all: every column but the messages' (naming that one keeps "
+        "the raw bytes); with --dead-letter only the good rows' table keeps them",
+    )
     decode.set_defaults(func=cmd_decode)
 
     add_registry_parser(sub)

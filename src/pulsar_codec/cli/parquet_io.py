@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ from ._contract import (
     dead_letter_schema,
     dead_letter_table,
     input_files,
+    kept_columns,
+    kept_plan,
     number_text,
     prepare_output,
     resolve_column,
@@ -93,6 +96,7 @@ def decode_parquet(
     reader_schema: Any = None,
     dead_letter: str | Path | None = None,
     message: str | None = None,
+    keep: str | Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Decode a Parquet column of framed Avro, JSON or Protobuf messages into a folder of Parquet part files.
 
@@ -117,6 +121,10 @@ def decode_parquet(
     message : str, optional
         Protobuf: the full name of the message type read (default: the type of the first message
         framed with the reader's schema id); messages of other types are bad rows.
+    keep : str or list of str, optional
+        Input columns written before the decoded fields, in the input's order: ``"COL,COL"``, a
+        list, or ``"all"`` (every column but ``column``); see :func:`._contract.kept_columns`
+        for the names refused and :func:`._contract.kept_plan` for their output types.
 
     Returns
     -------
@@ -136,12 +144,16 @@ def decode_parquet(
     reader, fmt = pick_reader(registry, files, column, protocol, reader_schema, message)
     if auto and fmt == "PROTOBUF":
         protocol = wire.CONFLUENT_PROTOBUF
+    # refused before anything is written
+    kept = resolve_keep(files, column, keep, registry, protocol, (reader, fmt), input_path)
     if engine == "spark":
         from .parquet_spark import decode_spark
 
-        result = decode_spark(files, output_path, registry, column, protocol, reader, dead_letter, picked=fmt)
+        result = decode_spark(
+            files, output_path, registry, column, protocol, reader, dead_letter, picked=fmt, keep=kept
+        )
     else:
-        result = _decode_local(files, output_path, registry, column, protocol, (reader, fmt), dead_letter)
+        result = _decode_local(files, output_path, registry, column, protocol, (reader, fmt), dead_letter, kept)
     stats: dict[str, Any] = dict(result)
     stats["seconds"] = time.perf_counter() - start
     stats["engine"] = engine
@@ -186,6 +198,28 @@ def pick_reader(
     return select(writer.model, path=_first_path(files, column, newest)), writer.fmt.name
 
 
+def resolve_keep(
+    files: list[Path],
+    column: str,
+    keep: str | Sequence[str] | None,
+    registry: Any,
+    protocol: wire.Protocol,
+    picked: tuple[Any, str | None],
+    where: str | Path,
+) -> list[str]:
+    """The kept input columns (:func:`._contract.kept_columns`), checked against the fields the
+    reader ``picked`` (see :func:`pick_reader`) decodes."""
+    if keep is None:
+        return []
+    reader, fmt = picked
+    decoded: list[str] = []
+    if reader is not None:
+        decoder = MessageDecoder(registry, protocol=protocol, reader_schema=reader, on_error="null", format=fmt)
+        schema = decoder.arrow_schema
+        decoded = list(schema.names) if schema is not None else []
+    return kept_columns(pq.read_schema(files[0]), keep, column, decoded, where)
+
+
 def _protobuf_text(schema: Any) -> bool:
     """Whether a reader schema given as text is ``.proto`` text (not JSON)."""
     return isinstance(schema, str) and not schema.lstrip().startswith(("{", "[", '"'))
@@ -223,6 +257,7 @@ def _decode_local(
     protocol: wire.Protocol,
     picked: tuple[Any, str | None],
     dead_letter: str | Path | None,
+    kept: Sequence[str] = (),
 ) -> dict[str, int]:
     reader, fmt = picked  # see pick_reader
     decoder = (
@@ -233,7 +268,11 @@ def _decode_local(
     )
     no_reader = MessageDecoder(registry, protocol=protocol, on_error="null")
     columns, converters = contract_columns(decoder.arrow_schema) if decoder else (pa.schema([]), [])
-    out_schema = columns if dead_letter else columns.append(pa.field("decode_error", ERROR_TYPE))
+    kept_fields, kept_converters = kept_plan(pq.read_schema(files[0]), kept)
+    out_schema = pa.schema([*kept_fields, *columns])
+    if not dead_letter:
+        out_schema = out_schema.append(pa.field("decode_error", ERROR_TYPE))
+    read = list(dict.fromkeys([column, *kept]))
     dead_schema = dead_letter_schema(protocol)
     out_folder = prepare_output(output_path)
     dead_folder = prepare_output(dead_letter) if dead_letter else None
@@ -248,9 +287,10 @@ def _decode_local(
                 pq.ParquetWriter(write_part(dead_folder, 0), dead_schema, store_schema=False)
             )
         for file in files:
-            for raw in pq.ParquetFile(file).iter_batches(batch_size=_BATCH, columns=[column]):
-                messages = raw.column(0)
+            for raw in pq.ParquetFile(file).iter_batches(batch_size=_BATCH, columns=read):
+                messages = raw.column(column)
                 good, bad = _decode_batch(decoder or no_reader, messages, columns, converters)
+                good = [fn(raw.column(name)) for name, fn in zip(kept, kept_converters)] + good
                 index = bad["index"].to_numpy().astype(np.int64)
                 texts = [number_text(t, int(i) + rows) for t, i in zip(bad["message"].to_pylist(), index)]
                 nulls += messages.null_count

@@ -4,7 +4,7 @@ local mode, writing the tables of :mod:`._contract` (the same as the local engin
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,16 @@ __all__ = ["decode_spark", "spark_progress", "spark_session"]
 
 _INDEX = "__pulsar_codec_index"
 _TOMBSTONE = "__pulsar_codec_null_message"
+# private names: a kept input column may be called "decoded" or "error_text"
+_DECODED = "__pulsar_codec_decoded"
+_ERROR_TEXT = "__pulsar_codec_error_text"
+
+
+def _col(name: str) -> Any:
+    """The column ``name`` as it is spelled (a dot or a backtick in it is no path)."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def spark_session(app_name: str) -> Any:
@@ -86,9 +96,9 @@ class spark_progress:  # noqa: N801 - used as a context manager, named like one
             self._bar_context.__exit__(*exc)
 
 
-def _with_index(session: Any, files: list[Path], column: str) -> Any:
-    """The message column and its input position: the file's offset (files in name order, as the
-    local engine reads them) plus Spark's row index inside the file."""
+def _with_index(session: Any, files: list[Path], column: str, kept: Sequence[str] = ()) -> Any:
+    """The message column, the kept columns and the input position: the file's offset (files in
+    name order, as the local engine reads them) plus Spark's row index inside the file."""
     from pyspark.sql import functions as F
 
     offsets: dict[str, int] = {}
@@ -106,7 +116,8 @@ def _with_index(session: Any, files: list[Path], column: str) -> Any:
     key = F.col("_metadata.file_name") if by_name else F.regexp_replace("_metadata.file_path", "^file:/+", "file:///")
     lookup = F.create_map(*[x for name, first in offsets.items() for x in (F.lit(name), F.lit(first))])
     raw = session.read.parquet(*[str(f) for f in files])
-    return raw.select(F.col(column), (lookup[key] + F.col("_metadata.row_index")).cast("long").alias(_INDEX))
+    position = (lookup[key] + F.col("_metadata.row_index")).cast("long").alias(_INDEX)
+    return raw.select(*[_col(name) for name in dict.fromkeys([column, *kept])], position)
 
 
 def _dead_rows(protocol: wire.Protocol, column: str) -> Any:
@@ -125,7 +136,7 @@ def _dead_rows(protocol: wire.Protocol, column: str) -> Any:
                     schema_ids_of(messages, protocol),
                     error.field("code"),
                     error.field("offset"),
-                    batch.column("error_text"),
+                    batch.column(_ERROR_TEXT),
                 ],
                 schema=schema,
             )
@@ -145,17 +156,20 @@ def decode_spark(
     *,
     picked: str | None = None,
     message: str | None = None,
+    keep: str | Sequence[str] | None = None,
 ) -> dict[str, int]:
     """Decode ``files`` with :func:`pulsar_codec.spark.decode` into the contract's tables.
 
     ``picked``: the format of ``reader_schema`` when :func:`.parquet_io.pick_reader` already chose
-    it (it is not chosen again); ``message``: as for :func:`.parquet_io.decode_parquet`.
+    it (it is not chosen again); ``message``, ``keep``: as for :func:`.parquet_io.decode_parquet`.
+    Kept columns pass through Spark as it reads them (timestamps written as INT64 microseconds,
+    as the local engine's :func:`._contract.kept_plan` writes them).
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructField, StructType
 
     from .. import spark as pcs
-    from .parquet_io import pick_reader
+    from .parquet_io import pick_reader, resolve_keep
 
     if getattr(protocol, "guid", False):
         raise _console.UsageError(f"the spark engine cannot read {protocol.name}: its schema ids are GUIDs")
@@ -167,17 +181,29 @@ def decode_spark(
         reader, fmt = pick_reader(registry, files, column, protocol, reader_schema, message)
     else:
         reader, fmt = reader_schema, picked
+    where = files[0] if len(files) == 1 else files[0].parent
+    kept = resolve_keep(files, column, keep, registry, protocol, (reader, fmt), where)
+    kept_columns = [_col(name) for name in kept]
     # a null message (a tombstone) is counted from the input: the decoded frame keeps the bytes
     # of the rows that failed only, in their errors
-    raw = _with_index(session, files, column).withColumn(_TOMBSTONE, F.col(column).isNull())
+    raw = _with_index(session, files, column, kept).withColumn(_TOMBSTONE, _col(column).isNull())
     with spark_progress(session, "decoding (spark)"):
-        decoded = pcs.decode(raw, column, registry=registry, protocol=protocol, reader_schema=reader, format=fmt)
+        decoded = pcs.decode(
+            raw,
+            column,
+            registry=registry,
+            protocol=protocol,
+            reader_schema=reader,
+            format=fmt,
+            output=_DECODED,
+            keep_columns=[*kept, _INDEX, _TOMBSTONE],
+        )
         text = F.regexp_replace(
             "decode_error.message",
             r"\(byte (\d+)\)",
             F.concat(F.lit("(message "), F.col(_INDEX).cast("string"), F.lit(", byte $1)")),
         )
-        decoded = decoded.withColumn("error_text", text).cache()
+        decoded = decoded.withColumn(_ERROR_TEXT, text).cache()
         try:
             counts = decoded.agg(
                 F.count(F.lit(1)).alias("rows"),
@@ -186,13 +212,13 @@ def decode_spark(
             ).collect()[0]
             is_bad = F.col("decode_error").isNotNull()
             if dead_letter:
-                good = decoded.where(~is_bad).select("decoded.*")
+                good = decoded.where(~is_bad).select(*kept_columns, f"{_DECODED}.*")
                 good.write.mode("overwrite").parquet(str(output_path))
                 spark_schema = StructType(
                     [StructField(f.name, _spark_type(f.type), f.nullable) for f in dead_letter_schema(protocol)]
                 )
                 dead = decoded.where(is_bad).select(
-                    _INDEX, F.col("decode_error.payload").alias(column), "decode_error", "error_text"
+                    _INDEX, F.col("decode_error.payload").alias(column), "decode_error", _ERROR_TEXT
                 )
                 dead.mapInArrow(_dead_rows(protocol, column), spark_schema).write.mode("overwrite").parquet(
                     str(dead_letter)
@@ -203,12 +229,12 @@ def decode_spark(
                     F.struct(
                         F.col("decode_error.code").alias("code"),
                         F.col("decode_error.offset").alias("offset"),
-                        F.col("error_text").alias("message"),
+                        F.col(_ERROR_TEXT).alias("message"),
                     ),
                 )
-                decoded.select("decoded.*", error.alias("decode_error")).write.mode("overwrite").parquet(
-                    str(output_path)
-                )
+                decoded.select(*kept_columns, f"{_DECODED}.*", error.alias("decode_error")).write.mode(
+                    "overwrite"
+                ).parquet(str(output_path))
         finally:
             decoded.unpersist()
     rows, errors, nulls = int(counts["rows"]), int(counts["errors"]), int(counts["nulls"] or 0)
