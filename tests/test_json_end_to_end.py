@@ -220,7 +220,7 @@ def test_cli_decode_json_schema_messages(tmp_path, event_registry, capsys):
     assert [_as_utc(r) for r in good] == [expected[i] for i in range(len(messages)) if i not in errors]
     dead = pq.read_table(tmp_path / "dead").to_pylist()
     assert [d["index"] for d in dead] == sorted(errors)
-    assert [d["message"] for d in dead] == [messages[i] for i in sorted(errors)]
+    assert [d["payload"] for d in dead] == [messages[i] for i in sorted(errors)]
     assert [(d["code"], d["offset"]) for d in dead] == [errors[i] for i in sorted(errors)]
     assert [d["schema_id"] for d in dead] == [sid, sid, 9999]
 
