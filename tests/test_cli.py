@@ -620,6 +620,49 @@ def test_dump_unreachable_broker_fails_within_the_default_timeout(tmp_path):
     )
 
 
+def test_dump_failures_exit_with_their_code_every_time(tmp_path):
+    """pulsar-client called a Python logger from its threads while the interpreter exited, and
+    about one process in eight aborted (exit 134) after a refused connection: eight at once, each
+    must end with exit 5 and its one line."""
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [sys.executable, "-m", "pulsar_codec", "dump", "--service-url", f"pulsar://127.0.0.1:{port}", "--topic", "t"]
+    runs = [
+        subprocess.Popen(
+            [*argv, "-o", str(tmp_path / f"x{i}.parquet"), "--timeout-ms", "1500"], stderr=subprocess.PIPE, text=True
+        )
+        for i in range(8)
+    ]
+    results = [(run.wait(timeout=120), run.stderr.read() if run.stderr else "") for run in runs]
+    for run in runs:
+        if run.stderr:
+            run.stderr.close()
+    assert [code for code, _ in results] == [5] * 8, results
+    assert all(err.startswith("pulsar-codec: cannot read t from") and "refused" in err for _, err in results)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_client_log_lines_are_read_from_the_client_s_file(tmp_path):
+    from pulsar_codec.cli.app import _ClientLog
+
+    path = tmp_path / "client.log"
+    path.write_text(
+        "2026-11-26 16:13:39.248 ERROR [140151151814336] ClientConnection:485 | [<none> -> pulsar://h:1] "
+        "Failed to establish connection to 0.0.0.0:0: Connection refused\n"
+        "2026-11-26 16:13:39.348 INFO  [140151151814336] ClientConnection:190 | Create ClientConnection\n"
+        "2026-11-26 16:13:39.448 ERROR [140151151814336] ClientConnection:485 | [<none> -> pulsar://h:1] "
+        "Failed to establish connection to 0.0.0.0:0: Connection refused\n"
+        "a line of another shape\n"
+    )
+    log = _ClientLog(str(path))
+    assert log.lines()[1] == ("INFO", "Create ClientConnection")
+    assert log.errors == ["Failed to establish connection to 0.0.0.0:0: Connection refused"]
+    assert _ClientLog(str(tmp_path / "none.log")).errors == []
+
+
 def test_dump_reads_a_topic_with_a_summary(pulsar_broker, pulsar_client, pulsar_topic, tmp_path, capsys):
     producer = pulsar_client.create_producer(pulsar_topic)
     for i in range(5):

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Iterator, Sequence
@@ -204,36 +205,52 @@ def cmd_decode(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-class _ClientLog(logging.Handler):
-    """Keeps pulsar-client's log lines of one command: shown as they come with --verbose, else
-    kept so a failure can name the client's reason in its one line instead of a flood of retries."""
+class _ClientLog:
+    """pulsar-client's log lines of one command, which the client writes to a file of its own.
 
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.errors: list[str] = []
+    Not a Python logger: the client calls a Python logger from its I/O threads, and a call that
+    comes while the interpreter exits aborts the process (exit 134 instead of the command's code,
+    seen after a refused connection). The lines are read back when the command is done: shown with
+    --verbose, else kept so a failure can name the client's reason in its one line instead of a
+    flood of retries.
+    """
 
-    def emit(self, record: logging.LogRecord) -> None:
-        # the client prefixes connection lines with "[local -> remote]"
-        text = re.sub(r"^\[[^\]]*\]\s*", "", record.getMessage())
-        if _console.verbosity() > 0:
-            print(f"pulsar-client {record.levelname.lower()}: {text}", file=sys.stderr, flush=True)
-        elif record.levelno >= logging.WARNING and text not in self.errors:
-            self.errors.append(text)
+    # "2026-01-01 10:00:00.000 ERROR [thread] Component:line | [local -> remote] text"
+    _LINE = re.compile(r"^\S+ \S+ (?P<level>[A-Z]+) +\[[^\]]*\] [^|]*\| (?:\[[^\]]*\]\s*)?(?P<text>.*)$")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def lines(self) -> list[tuple[str, str]]:
+        """(level, text) of every line the client wrote."""
+        try:
+            with open(self.path, encoding="utf-8", errors="replace") as f:
+                found = [self._LINE.match(line.rstrip("\n")) for line in f]
+        except FileNotFoundError:  # the client wrote nothing
+            return []
+        return [(m["level"], m["text"]) for m in found if m]
+
+    @property
+    def errors(self) -> list[str]:
+        """The distinct warning and error texts, in order."""
+        return list(dict.fromkeys(text for level, text in self.lines() if level in ("WARN", "ERROR")))
 
 
 @contextmanager
-def _client_log() -> Iterator[tuple[logging.Logger, _ClientLog]]:
-    from ..pulsar._sdk import client_logger
+def _client_log() -> Iterator[tuple[Any, _ClientLog]]:
+    """A ``logger=`` for ``pulsar.Client`` writing to a temporary file, and what it wrote."""
+    from ..pulsar._sdk import native, pulsar
 
-    logger = client_logger()
-    handler = _ClientLog()
-    logger.setLevel(_console.library_log_level())
-    logger.propagate = False
-    logger.addHandler(handler)
-    try:
-        yield logger, handler
-    finally:
-        logger.removeHandler(handler)
+    with tempfile.TemporaryDirectory(prefix="pulsar-codec-client-") as folder:
+        log = _ClientLog(os.path.join(folder, "client.log"))
+        verbose = _console.verbosity() > 0
+        level = native.LoggerLevel.Info if verbose else native.LoggerLevel.Warn
+        try:
+            yield pulsar.FileLogger(level, log.path), log
+        finally:
+            if verbose:
+                for level_name, text in log.lines():
+                    print(f"pulsar-client {level_name.lower()}: {text}", file=sys.stderr, flush=True)
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
