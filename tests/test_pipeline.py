@@ -200,6 +200,17 @@ def test_decode_payloads_with_per_row_ids(backend):
         decoder.decode_payloads(bodies, [1, 2])
     with pytest.raises(ValueError, match="no id for payload 1"):
         decoder.decode_payloads(bodies, [1, None, None, 1])
+    # on_error="null": a payload without an id is an error row, never a failed batch
+    lenient = MessageDecoder({1: V1, 2: V2}, on_error="null").decode_payloads(bodies, [1, None, None, 1])
+    assert lenient.batch.to_pylist() == [{"id": 1}, {"id": None}, {"id": None}, {"id": 3}]  # the V1 rows' reader
+    assert lenient.errors.to_pylist() == [
+        {
+            "index": 1,
+            "code": ErrorCode.SCHEMA_NOT_FOUND,
+            "offset": 0,
+            "message": "payload 1 has no schema id (message 1, byte 0)",
+        }
+    ]
 
 
 def test_decode_payloads_with_pip420_metadata_ids(backend):

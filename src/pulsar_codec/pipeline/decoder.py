@@ -840,6 +840,7 @@ class MessageDecoder:
         for c in chunks:
             if c.validity is not None:
                 valid[c.row : c.row + c.length] = c.validity
+        dropped = False  # rows without an id, made error rows
         if isinstance(ids, np.ndarray):
             unique = np.unique(ids[valid])
             resolved = self._resolve(list(unique), self._keep_going)
@@ -847,8 +848,13 @@ class MessageDecoder:
             index[~valid] = 0
         else:
             missing = [i for i, (k, v) in enumerate(zip(ids, valid)) if v and k is None]
-            if missing:
+            if missing and not self._keep_going:
                 raise ValueError(f"schema_ids has no id for payload {missing[0]}")
+            for i in missing:  # on_error="null": an error row, as for an id the registry does not know
+                dropped = True
+                valid[i] = False
+                text = f"payload {i} has no schema id (message {i}, byte 0)"
+                errors.append((ErrorCode.SCHEMA_NOT_FOUND, i, 0, 0, text))
             keys = _newest_last(list(dict.fromkeys(k for k, v in zip(ids, valid) if v)))
             order = {k: i for i, k in enumerate(keys)}
             resolved = self._resolve(keys, self._keep_going)
@@ -857,9 +863,9 @@ class MessageDecoder:
         segments = []
         for c in chunks:
             rows = index[c.row : c.row + c.length]
-            row_valid = c.validity
+            row_valid = valid[c.row : c.row + c.length].copy() if dropped else c.validity
             if resolved.bad:
-                row_valid = _drop_bad_rows(resolved, rows, c.validity, c.row, errors)
+                row_valid = _drop_bad_rows(resolved, rows, row_valid, c.row, errors)
             segments.append(Segment(c.data, c.offsets[:-1], c.offsets[1:], row_valid, rows if many else None))
         return resolved, segments
 
