@@ -261,8 +261,9 @@ def _base64(arr: pa.Array, size: int | None, path: str) -> pa.Array:
 class _Columns:
     """Builds the fragment array of one program node over one Arrow array."""
 
-    def __init__(self, extra_column: str | None) -> None:
+    def __init__(self, extra_column: str | None, absent_if_null: Mapping[int, frozenset[str]] | None = None) -> None:
         self.extra_column = extra_column
+        self.absent_if_null = absent_if_null or {}
 
     def nulls_ok(self, program: tuple[Any, ...]) -> bool:
         return program[0] in (J_NULLABLE, J_NULL)
@@ -374,7 +375,8 @@ class _Columns:
         """Fragments of a JSON object per row from its property columns (``column(name)``)."""
         fields = program[1]
         shadow_fields = shadow.fields if isinstance(shadow, av.Record) else []
-        parts: list[Any] = []
+        absent = self.absent_if_null.get(id(shadow), frozenset())
+        members: list[Any] = []  # one `"name":value` text per row and property; null: left out
         for i, (name, child, missing) in enumerate(fields):
             arr = column(name)
             if arr is None:
@@ -386,20 +388,33 @@ class _Columns:
             if not self.nulls_ok(child):
                 self.check_present(arr, live, f"{path}.{name}")
                 frags = pc.fill_null(frags, _NULL_TEXT)  # rows outside ``live`` (null parents) only
-            parts.extend(["," if parts else "", encode_basestring(name) + ":", frags])
-        if not parts:
-            body = pa.array(["{"] * n, _LS)
-        else:
-            parts[0] = "{"
-            body = _join(*parts)
+            member = _join(encode_basestring(name) + ":", frags)
+            if name in absent and arr.null_count:  # null here means absent: "name": null breaks the schema
+                member = pc.if_else(arr.is_null(), pa.scalar(None, _LS), member)
+            members.append(member)
         if program[2] and self.extra_column is not None:
             extra = column(self.extra_column)
             if extra is not None and extra.null_count < len(extra):
                 texts = self.text(extra, f"{path}.{self.extra_column}")
                 inner = pc.utf8_slice_codeunits(texts, 1, -1)  # the members of the object text
-                sep = pc.if_else(pc.equal(inner, ""), _EMPTY, _c("," if fields else ""))
-                body = pc.if_else(pc.is_valid(inner), _join(body, sep, inner), body)
-        return _join(body, "}")
+                members.append(pc.if_else(pc.equal(inner, ""), pa.scalar(None, _LS), inner))
+        return _join("{", _members(members, n), "}")
+
+
+def _members(parts: list[Any], n: int) -> pa.Array:
+    """Row-wise ``,``-join of the non-null texts of ``parts`` ("" where every one is null).
+
+    Not ``binary_join_element_wise(null_handling="skip")``: pyarrow 26 drops the rows whose inputs
+    are all null from its result."""
+    if not parts:
+        return pa.array([""] * n, _LS)
+    if not any(p.null_count for p in parts):  # the common case: every row has every member
+        return _join(*[x for i, p in enumerate(parts) for x in (("," if i else ""), p)])
+    joined: Any = pa.nulls(n, _LS)
+    for part in parts:
+        both = _join(joined, ",", part)
+        joined = pc.if_else(pc.is_null(joined), part, pc.if_else(pc.is_null(part), joined, both))
+    return pc.fill_null(joined, _EMPTY)
 
 
 def _child(arr: pa.StructArray, name: str) -> pa.Array | None:
@@ -466,7 +481,7 @@ class JsonEncoder:
         if isinstance(data, pa.Table):
             data = data.combine_chunks()
         n = data.num_rows
-        columns = _Columns(self.mapping.extra_column)
+        columns = _Columns(self.mapping.extra_column, self.mapping.absent_if_null)
         is_object = self._program[0] == J_OBJECT
         if is_object:
             names = set(data.schema.names)
@@ -520,7 +535,9 @@ class JsonEncoder:
             The value does not fit the schema (the message names the property path).
         """
         out: list[str] = []
-        _write(self._program, self._shadow, value, out, self._top, self.mapping.extra_column)
+        _write(
+            self._program, self._shadow, value, out, self._top, self.mapping.extra_column, self.mapping.absent_if_null
+        )
         return "".join(out).encode("utf-8")
 
     def __repr__(self) -> str:
@@ -602,7 +619,13 @@ _WORDS = {
 
 
 def _write(  # noqa: C901 - one case per op
-    program: tuple[Any, ...], shadow: av.Schema, v: Any, out: list[str], path: str, extra_column: str | None = None
+    program: tuple[Any, ...],
+    shadow: av.Schema,
+    v: Any,
+    out: list[str],
+    path: str,
+    extra_column: str | None = None,
+    absent: Mapping[int, frozenset[str]] | None = None,
 ) -> None:
     op = program[0]
     if op == J_NULLABLE:
@@ -610,7 +633,7 @@ def _write(  # noqa: C901 - one case per op
             out.append("null")
             return
         inner = shadow.branches[1] if isinstance(shadow, av.Union) else shadow
-        _write(program[1], inner, v, out, path)
+        _write(program[1], inner, v, out, path, absent=absent)
         return
     if v is None:
         if op in (J_NULL, J_TEXT):
@@ -624,16 +647,17 @@ def _write(  # noqa: C901 - one case per op
         out.append("{")
         first = True
         named = set()
+        left_out = (absent or {}).get(id(shadow), frozenset())
         for i, (name, child, missing) in enumerate(program[1]):
             named.add(name)
-            if name not in v:
+            if name not in v or (v[name] is None and name in left_out):  # null where null breaks the schema: absent
                 if missing is None:
                     raise EncodeError(f"{path}: required property {name!r} is missing")
                 continue
             out.append((encode_basestring(name) if first else "," + encode_basestring(name)) + ":")
             first = False
             child_shadow = shadow_fields[i].type if i < len(shadow_fields) else shadow
-            _write(child, child_shadow, v[name], out, f"{path}.{name}")
+            _write(child, child_shadow, v[name], out, f"{path}.{name}", absent=absent)
         extra = v.get(extra_column) if program[2] and extra_column is not None else None
         if extra_column is not None and program[2]:
             named.add(extra_column)
@@ -659,7 +683,7 @@ def _write(  # noqa: C901 - one case per op
         for j, item in enumerate(v):
             if j:
                 out.append(",")
-            _write(program[1], item_shadow, item, out, f"{path}[{j}]")
+            _write(program[1], item_shadow, item, out, f"{path}[{j}]", absent=absent)
         out.append("]")
         return
     if op == J_MAP:
@@ -671,7 +695,7 @@ def _write(  # noqa: C901 - one case per op
                 if not isinstance(key, str):
                     raise EncodeError(f"{path}: map key {key!r} is not a string")
                 out.append(("," if j else "") + encode_basestring(key) + ":")
-                _write(program[1], value_shadow, item, out, f"{path}{{{key}}}")
+                _write(program[1], value_shadow, item, out, f"{path}{{{key}}}", absent=absent)
         except (TypeError, ValueError):
             raise EncodeError(f"{path}: {type(v).__name__} is not a map (a dict)") from None
         out.append("}")

@@ -129,12 +129,17 @@ class JsonMapping:
         ``id(node)`` of shadow records -> Arrow field names, of shadow enums -> dictionary values.
     extra_column : str or None
         Arrow name of the ``keep_extra`` column.
+    absent_if_null : dict
+        ``id(node)`` of shadow records -> the optional properties whose schema refuses null: the
+        encoder leaves such a property out of a row whose value is null (a decoded row holds null
+        where the property was absent), since ``"name": null`` would break the schema.
     """
 
     shadow: av.Schema
     program: tuple[Any, ...]
     renames: dict[int, tuple[str, ...]] = field(default_factory=dict)
     extra_column: str | None = None
+    absent_if_null: dict[int, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -196,6 +201,7 @@ class _JsonSchemaMapper:
     def __init__(self, model: JsonSchemaModel) -> None:
         self.names = _Names()
         self.renames: dict[int, tuple[str, ...]] = {}
+        self.absent_if_null: dict[int, frozenset[str]] = {}
         self.active: list[int] = []  # id() of the schema objects being expanded: a repeat is recursion
         self.ref_siblings_ignored = _ignores_ref_siblings(model.document)
 
@@ -380,14 +386,19 @@ class _JsonSchemaMapper:
         record = av.Record(self.names.new(hint), None, [])
         taken: set[str] = set()
         fields: list[tuple[str, tuple[Any, ...], bytes | None]] = []
+        absent: set[str] = set()
         for name, (sub, at) in properties:
             t = self.map(sub, at, f"{record.name}_{name}", depth + 1)
             is_required = name in required
+            if not is_required and not t.null_ok:
+                absent.add(name)
             shadow, program = _placed(t, t.null_ok or not is_required)
             record.fields.append(av.Field(_distinct(avro_name(name), taken), shadow))
             missing = None if is_required else (b"" if shadow.type == "null" else b"\x00")
             fields.append((name, program, missing))
         self.renames[id(record)] = tuple(name for name, _ in properties)
+        if absent:
+            self.absent_if_null[id(record)] = frozenset(absent)
         return _Typed(record, (J_OBJECT, tuple(fields), False), null_ok)
 
 
@@ -483,7 +494,10 @@ def _with_extra(mapping: JsonMapping) -> JsonMapping:
     renames = dict(mapping.renames)
     renames.pop(id(root), None)
     renames[id(shadow)] = (*arrow_names, column)
-    return JsonMapping(shadow, (J_OBJECT, program[1], True), renames, column)
+    absent = dict(mapping.absent_if_null)
+    if id(root) in absent:
+        absent[id(shadow)] = absent.pop(id(root))
+    return JsonMapping(shadow, (J_OBJECT, program[1], True), renames, column, absent)
 
 
 def map_model(model: JsonSchemaModel) -> JsonMapping:
@@ -504,7 +518,7 @@ def map_model(model: JsonSchemaModel) -> JsonMapping:
         hint = model.name if model.name != "Record" else "Record"
         t = mapper.map(model.document, model.resolver(), hint, 0)
         shadow, program = (t.shadow, t.program) if isinstance(t.shadow, av.Record) else _placed(t, t.null_ok)
-        mapping = JsonMapping(shadow, program, mapper.renames)
+        mapping = JsonMapping(shadow, program, mapper.renames, absent_if_null=mapper.absent_if_null)
     return _with_extra(mapping) if model.keep_extra else mapping
 
 
