@@ -437,7 +437,7 @@ def test_keep_going_reports_every_bad_row(backend):
 
 
 def test_without_keep_going_stops_at_the_first_bad_row(backend):
-    payloads = [b"1", b"2", b"[", b"3", b"x"]
+    payloads = [b"1", b"2", b"[]", b"3", b"x"]
     program = backend.json.Program((J_LONG,))
     data = b"".join(payloads)
     ends = np.cumsum([len(p) for p in payloads])
@@ -881,3 +881,21 @@ def test_decimal_to_double_on_a_large_seeded_sample(both_backends):
         mid = midpoint_above(abs(x) if math.isfinite(x) else rng.random())
         texts.append(number_text(significant(mid, rng.randint(16, 19), decimal.ROUND_DOWN), "e", bits & 1))
     assert_numbers_exact(both_backends[0], texts)
+
+
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [
+        (b"nope", (JSON_UNEXPECTED_BYTE, 0, 1, ord("o"))),  # starts like null: invalid JSON, not null
+        (b"nullx", (JSON_UNEXPECTED_BYTE, 0, 4, ord("x"))),
+        (b"[", (JSON_TRUNCATED, 0, 1, 0)),
+        (b"[1, 2] x", (JSON_UNEXPECTED_BYTE, 0, 7, ord("x"))),
+        (b" [1, 2] ", (JSON_WRONG_TYPE, 0, 1, 4)),  # valid JSON of another kind: the wrong type
+        (b'{"a": tru}', (JSON_UNEXPECTED_BYTE, 0, 9, ord("}"))),
+    ],
+)
+def test_a_value_of_another_kind_is_checked_before_it_is_called_the_wrong_type(backend, payload, expected):
+    """A payload that is no JSON at all is reported as invalid JSON (where it breaks), a valid one
+    of another kind than the schema's as the wrong type (where it starts)."""
+    errors, _, valid = transcode(backend, (J_LONG,), [payload], keep_going=True)
+    assert errors == [expected] and valid.tolist() == [False]

@@ -291,6 +291,23 @@ cdef inline int64_t expect(jctx *c, int64_t pos, int kind) noexcept nogil:
         return 0
     if found == 255:
         return unexpected(c, pos)
+    return wrong_kind(c, pos, found)
+
+
+cdef int64_t wrong_kind(jctx *c, int64_t pos, uint8_t found) noexcept nogil:
+    """A value of another kind than the schema's starts at ``pos``: checked first, so a payload
+    that is no JSON at all is invalid JSON, not the wrong type. Twin: _Row.wrong_kind."""
+    cdef int64_t end = skip(c, pos)
+    cdef uint8_t b
+    if end < 0:
+        return -1
+    if c.depth == 0:  # the payload's root value: only whitespace may follow it
+        while end < c.n:
+            b = c.s[end]
+            if b == 0x20 or b == 0x0A or b == 0x0D or b == 0x09:
+                end += 1
+            else:
+                return unexpected(c, end)
     return fail(c, defs.JSON_WRONG_TYPE, pos, found)
 
 

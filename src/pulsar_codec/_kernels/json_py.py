@@ -51,7 +51,7 @@ import base64
 import re
 import struct
 from collections.abc import Callable, Sequence
-from typing import Any, TypeAlias
+from typing import Any, NoReturn, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -355,7 +355,19 @@ class _Row:
         if found != kind:
             if found < 0:
                 raise _Fail(JSON_UNEXPECTED_BYTE, pos, self.buf[pos])
-            raise _Fail(JSON_WRONG_TYPE, pos, found)
+            self.wrong_kind(pos, found)
+
+    def wrong_kind(self, pos: int, found: int) -> NoReturn:
+        """A value of another kind than the schema's starts at ``pos``: it is checked first, so a
+        payload that is no JSON at all (``nope``, ``nullx``) is invalid JSON, not the wrong type.
+        Twin: json_c.wrong_kind."""
+        end = self.skip(pos)
+        if self.depth == 0:  # the payload's root value: only whitespace may follow it
+            m = _WS.match(self.buf, end)
+            assert m is not None
+            if m.end() < self.n:
+                raise _Fail(JSON_UNEXPECTED_BYTE, m.end(), self.buf[m.end()])
+        raise _Fail(JSON_WRONG_TYPE, pos, found)
 
     def enter(self, pos: int) -> None:
         self.depth += 1
