@@ -18,7 +18,7 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from pulsar_codec.registry import LocalRegistry  # noqa: E402
+from pulsar_codec.registry import ConfluentRegistry, LocalRegistry  # noqa: E402
 from pulsar_codec.registry.server import CONTENT_TYPE, Faults, RegistryServer, serve  # noqa: E402
 
 with warnings.catch_warnings():
@@ -117,6 +117,16 @@ def test_confluent_client_full_cycle(server, reg):
     assert fresh.get_subjects_by_schema_id(1) == ["events-value"]
 
     assert fresh.get_compatibility() == "BACKWARD"
+    # a subject without a level of its own: 40408, as Confluent answers (the global level only
+    # with defaultToGlobal=true, which our own client sends)
+    with pytest.raises(SchemaRegistryError) as caught:
+        fresh.get_compatibility("events-value")
+    assert (caught.value.http_status_code, caught.value.error_code) == (404, 40408)
+    ours = ConfluentRegistry(server.url)
+    try:
+        assert ours.get_compatibility("events-value") == "BACKWARD"
+    finally:
+        ours.close()
     fresh.set_compatibility(level="FULL")
     assert fresh.get_compatibility() == "FULL"
     fresh.set_compatibility("events-value", "none")
@@ -318,7 +328,9 @@ def test_compatibility_endpoint_and_config(http):
     assert http.put("/config/s", json={"compatibility": "FORWARD"}).json() == {"compatibility": "FORWARD"}
     assert http.get("/config/s").json() == {"compatibilityLevel": "FORWARD"}
     assert http.delete("/config/s").json() == {"compatibilityLevel": "FORWARD"}
-    assert http.get("/config/s").json() == {"compatibilityLevel": "BACKWARD"}
+    gone = http.get("/config/s")  # no level of its own: Confluent's 40408 unless defaultToGlobal
+    assert (gone.status_code, gone.json()["error_code"]) == (404, 40408)
+    assert http.get("/config/s", params={"defaultToGlobal": "true"}).json() == {"compatibilityLevel": "BACKWARD"}
     http.put("/config", json={"compatibility": "FULL_TRANSITIVE"})
     assert http.delete("/config").json() == {"compatibilityLevel": "FULL_TRANSITIVE"}
     assert http.get("/config").json() == {"compatibilityLevel": "BACKWARD"}

@@ -314,7 +314,15 @@ class _Api:
         return out
 
     def get_config(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
-        return {"compatibilityLevel": self.reg.get_compatibility(p.get("subject"))}
+        subject = p.get("subject")
+        if subject is not None and not _flag(q, "defaultToGlobal") and self.reg.subject_compatibility(subject) is None:
+            # Confluent's answer: a subject's own level, the global one only when asked for
+            raise _HTTPError(
+                404,
+                ErrorCodes.SUBJECT_LEVEL_CONFIG_NOT_FOUND,
+                f"Subject '{subject}' does not have subject-level compatibility configured",
+            )
+        return {"compatibilityLevel": self.reg.get_compatibility(subject)}
 
     def put_config(self, p: Params, q: Query, b: Any) -> dict[str, Any]:
         level = b.get("compatibility") if isinstance(b, dict) else None
