@@ -376,7 +376,7 @@ class _Columns:
         fields = program[1]
         shadow_fields = shadow.fields if isinstance(shadow, av.Record) else []
         absent = self.absent_if_null.get(id(shadow), frozenset())
-        members: list[Any] = []  # one `"name":value` text per row and property; null: left out
+        members: list[_Member] = []
         for i, (name, child, missing) in enumerate(fields):
             arr = column(name)
             if arr is None:
@@ -388,30 +388,37 @@ class _Columns:
             if not self.nulls_ok(child):
                 self.check_present(arr, live, f"{path}.{name}")
                 frags = pc.fill_null(frags, _NULL_TEXT)  # rows outside ``live`` (null parents) only
-            member = _join(encode_basestring(name) + ":", frags)
-            if name in absent and arr.null_count:  # null here means absent: "name": null breaks the schema
-                member = pc.if_else(arr.is_null(), pa.scalar(None, _LS), member)
-            members.append(member)
+            # null here means absent where "name": null would break the schema
+            left_out = arr.is_null() if name in absent and arr.null_count else None
+            members.append((encode_basestring(name) + ":", frags, left_out))
         if program[2] and self.extra_column is not None:
             extra = column(self.extra_column)
             if extra is not None and extra.null_count < len(extra):
                 texts = self.text(extra, f"{path}.{self.extra_column}")
                 inner = pc.utf8_slice_codeunits(texts, 1, -1)  # the members of the object text
-                members.append(pc.if_else(pc.equal(inner, ""), pa.scalar(None, _LS), inner))
+                members.append(("", inner, pc.fill_null(pc.equal(inner, ""), True)))
         return _join("{", _members(members, n), "}")
 
 
-def _members(parts: list[Any], n: int) -> pa.Array:
-    """Row-wise ``,``-join of the non-null texts of ``parts`` ("" where every one is null).
+_Member = tuple[str, pa.Array, Any]
+"""One member of an object per row: the ``"name":`` text, the value texts, and the rows that leave
+it out (a bool array, or None when every row has it)."""
+
+
+def _members(members: list[_Member], n: int) -> pa.Array:
+    """Row-wise ``,``-join of the members each row has ("" where it has none).
 
     Not ``binary_join_element_wise(null_handling="skip")``: pyarrow 26 drops the rows whose inputs
     are all null from its result."""
-    if not parts:
+    if not members:
         return pa.array([""] * n, _LS)
-    if not any(p.null_count for p in parts):  # the common case: every row has every member
-        return _join(*[x for i, p in enumerate(parts) for x in (("," if i else ""), p)])
+    if all(left_out is None for _, _, left_out in members):  # the common case: one join of every row
+        return _join(*[x for i, (key, texts, _) in enumerate(members) for x in (("," if i else "") + key, texts)])
     joined: Any = pa.nulls(n, _LS)
-    for part in parts:
+    for key, texts, left_out in members:
+        part = _join(key, texts)
+        if left_out is not None:
+            part = pc.if_else(left_out, pa.scalar(None, _LS), part)
         both = _join(joined, ",", part)
         joined = pc.if_else(pc.is_null(joined), part, pc.if_else(pc.is_null(part), joined, both))
     return pc.fill_null(joined, _EMPTY)
