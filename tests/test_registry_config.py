@@ -166,6 +166,11 @@ def test_a_client_pickles_as_its_config(tmp_path):
     finally:
         copy.close()
         local.close()
+    reader = LocalRegistry(tmp_path / "schemas.db", create=False)
+    (tmp_path / "schemas.db").unlink()  # gone on the other side: a reader must not make an empty one
+    with pytest.raises(RegistryError, match="no registry database"):
+        pickle.loads(pickle.dumps(reader))
+    reader.close()
     remote = ConfluentRegistry("http://127.0.0.1:1", auth=("me", "secret"))
     assert pickle.loads(pickle.dumps(remote)).config == remote.config  # credentials travel, never in a repr
     with pytest.raises(TypeError, match="in-memory LocalRegistry cannot be pickled"):

@@ -246,7 +246,8 @@ class Registry(abc.ABC):
                 "an in-memory LocalRegistry cannot be pickled: its schemas live in this process only "
                 "(use a registry file or a registry URL)"
             )
-        return (type(config).build, (config,))
+        # a registry opened without create (read-only commands) must not create a file elsewhere
+        return (_rebuild, (config, bool(getattr(self, "_create", True))))
 
     def register(self, subject: str, schema: Any, schema_type: str = "AVRO", references: Any = None) -> int:
         """Register ``schema`` under ``subject`` (after the compatibility check) and return its id.
@@ -372,3 +373,9 @@ def parse_version(version: int | str) -> int | None:
             error_code=ErrorCodes.INVALID_VERSION,
         )
     return version
+
+
+def _rebuild(config: Any, create: bool) -> Registry:
+    """Unpickle a registry client: a new client from its config (see ``Registry.__reduce__``)."""
+    built: Registry = config.build(create=create)
+    return built
