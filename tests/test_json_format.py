@@ -601,3 +601,76 @@ def test_oracle_hypothesis_instances(kernels, schema, data):
     mapping = map_model(parse(schema))
     batch = decode(schema, payloads)
     assert batch.to_pylist() == [expected_value(mapping.program, v) for v in instances]
+
+
+# -- non-null fields (the Spark struct declares them non-nullable) -----------------------------------
+
+NON_NULL_DOC = {
+    "type": "object",
+    "properties": {
+        "plain": {"type": "string"},
+        "count": {"type": "integer", "minimum": 0},
+        "either": {"type": ["string", "integer"]},
+        "maybe": {"type": ["string", "null"]},
+        "optional": {"type": "string"},
+        "referenced": {"$ref": "#/definitions/text"},
+        "choice": {"oneOf": [{"type": "string"}, {"type": "null"}]},
+        "untyped": {},
+        "loose": {"type": "object"},
+        "nested": {"type": "object", "properties": {"x": {"type": "integer"}}},
+        "level": {"type": "string", "enum": ["low", "high"]},
+    },
+    "required": ["plain", "count", "either", "maybe", "referenced", "choice", "untyped", "loose", "nested", "level"],
+    "definitions": {"text": {"type": ["string", "null"]}},
+}
+
+
+def test_non_null_fields_are_the_required_properties_of_a_type_without_null():
+    fmt = get_format("JSON")
+    # "either" (two types) and "loose" (an object without properties) are JSON text, null too
+    assert fmt.non_null_fields(fmt.parse(json.dumps(NON_NULL_DOC))) == {"plain", "count", "nested", "level"}
+    pulsar_json = {
+        "type": "record",
+        "name": "R",
+        "fields": [{"name": "a", "type": "long"}, {"name": "b", "type": ["null", "string"]}],
+    }
+    assert fmt.non_null_fields(fmt.parse(json.dumps(pulsar_json))) == {"a"}
+    assert fmt.non_null_fields(fmt.parse(json.dumps({"type": "string"}))) == frozenset()
+    for root in ({"type": ["object", "null"]}, {"oneOf": [{"type": "object"}, {"type": "null"}]}):
+        assert fmt.non_null_fields(fmt.parse(json.dumps({**NON_NULL_DOC, **root}))) == frozenset()
+
+
+_ANY_JSON = st.one_of(st.none(), st.integers(-5, 5), st.text(max_size=3), st.booleans())
+_TEXT_OR_NULL = st.one_of(st.text(max_size=3), st.none())
+_FITTING = {  # values NON_NULL_DOC admits, mostly drawn: most rows are good rows
+    "plain": st.text(max_size=3),
+    "count": st.integers(0, 5),
+    "either": st.one_of(st.text(max_size=3), st.integers(0, 5)),
+    "maybe": _TEXT_OR_NULL,
+    "optional": st.text(max_size=3),
+    "referenced": _TEXT_OR_NULL,
+    "choice": _TEXT_OR_NULL,
+    "untyped": _ANY_JSON,
+    "loose": st.one_of(st.just({}), st.none()),
+    "nested": st.fixed_dictionaries({}, optional={"x": st.integers(0, 5)}),
+    "level": st.sampled_from(["low", "high"]),
+}
+_VALUES = st.builds(
+    lambda value, dropped: {k: v for k, v in value.items() if k not in dropped},
+    st.fixed_dictionaries({k: st.one_of(v, v, v, _ANY_JSON) for k, v in _FITTING.items()}),
+    st.sets(st.sampled_from(sorted(_FITTING)), max_size=1),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_VALUES, max_size=8))
+def test_no_good_row_is_null_in_a_non_null_field(values):
+    """What non_null_fields claims holds for the kernels: a value null or missing there is an
+    error row."""
+    schema = json.dumps(NON_NULL_DOC)
+    decoder = pc.MessageDecoder({1: schema}, reader_schema=schema, format="JSON", on_error="null")
+    batch, errors = decoder.decode([wire.CONFLUENT.pack(1, json.dumps(v).encode()) for v in values])
+    bad = set(errors.column("index").to_pylist())
+    for name in decoder.non_null_columns:
+        column = batch.column(name).to_pylist()
+        assert all(column[i] is not None for i in range(len(values)) if i not in bad), name

@@ -671,7 +671,9 @@ def test_spark_schema_covers_every_type():
         assert got_types.pop(name).startswith("time")
         want.pop(name)
     assert got_types == want
-    assert all(f.nullable for f in got.fields)
+    # as Spark's from_avro: a field is nullable when its Avro type admits null (a bad row is a
+    # null struct, never a null field)
+    assert {f.name for f in got.fields if f.nullable} == {"n", "opt", "u"}
 
 
 def test_every_avro_type_through_spark(spark, backend):
@@ -1000,3 +1002,60 @@ def test_mapping_registry_needs_no_prepass_and_knows_its_unknown_ids(spark):
     # the newest schema of the Mapping is the reader, as before
     out = pcs.decode(df, registry={1: V1, 2: V2})
     assert out.schema["decoded"].dataType.names == ["id", "name", "email"]
+
+
+# -- non-nullable fields ----------------------------------------------------------------------------
+
+
+def test_decoded_struct_declares_the_readers_non_null_fields(spark, users_registry, backend):
+    """The struct's fields are nullable as the reader's Avro types are (as from_avro has them); a
+    bad, null or unknown-id row is a null struct, and its fields read as null, never as 0 or ''."""
+    reg, ids = users_registry
+    short_prefix, unknown_id, empty_body = (
+        b"\x00\x00\x00\x00",
+        wire.CONFLUENT.pack(999, b"\x02"),
+        wire.CONFLUENT.pack(ids[0], b""),
+    )
+    messages = user_messages(ids) + [short_prefix, unknown_id, empty_body]
+    df = frame_of(spark, messages)
+    out = pcs.decode(df, registry=reg, reader_subject="users-value")
+    struct_type = out.schema["decoded"].dataType
+    assert out.schema["decoded"].nullable
+    assert {f.name: f.nullable for f in struct_type.fields} == {
+        "id": False,
+        "name": False,
+        "email": True,
+        "score": False,
+    }
+    rows = collect_sorted(out.select("k", "decoded.*", "decode_error"))
+    assert [r["id"] for r in rows] == [1, 2, None, 3, 4, 2**40, None, None, None]
+    for r in rows[6:] + rows[2:3]:
+        assert (r["id"], r["name"], r["score"]) == (None, None, None)
+    assert [r["k"] for r in rows if r["decode_error"] is not None] == [6, 7, 8]
+    flat = pcs.decode(df, registry=reg, reader_subject="users-value", flatten=True)
+    assert all(f.nullable for f in flat.schema.fields)
+
+
+def test_a_null_in_a_non_null_field_becomes_an_error_row():
+    """Should a format call a field non-null that its decoder leaves null in a good row, the row
+    is an error row with its bytes; the JVM would otherwise read the null slot as a value."""
+    reader = {"type": "record", "name": "R", "fields": [{"name": "a", "type": ["null", "string"]}]}
+    decoder = MessageDecoder({1: json.dumps(reader)}, reader_schema=json.dumps(reader), on_error="null")
+    from pulsar_codec.integrations.spark.types import reader_struct
+
+    target, converters = reader_struct(decoder.arrow_schema, {"a"})  # claims what the schema does not
+    job = DecodeJob(decoder, "t", "value", None, "decoded", "decode_error", "python")
+    messages = [
+        wire.CONFLUENT.pack(1, body(reader, {"a": "x"})),
+        wire.CONFLUENT.pack(1, body(reader, {"a": None})),
+        None,
+    ]
+    out = job.decode_batch(
+        pa.record_batch({"value": pa.array(messages, pa.binary())}), decoder, list(target), converters
+    )
+    assert out.column("decoded").to_pylist() == [{"a": "x"}, None, None]
+    errors = out.column("decode_error").to_pylist()
+    assert errors[0] is None and errors[2] is None
+    assert errors[1]["code"] == ErrorCode.SCHEMA_UNRESOLVABLE
+    assert errors[1]["payload"] == messages[1]
+    assert "field 'a' of message 1 is null" in errors[1]["message"]

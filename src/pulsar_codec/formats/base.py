@@ -154,6 +154,12 @@ class PayloadFormat(Protocol):
     ``nullable_fields(model)``, the top-level fields of a model that admit null: a schema derived
     for a subject keeps those of the subject's latest version nullable.
 
+    A format that can tell which top-level fields a decoded row always has a value in also has
+    ``non_null_fields(model)``: the columns no good row of ``model`` leaves null (its decoder makes
+    a row whose value there is null or missing an error row). Spark's decoded struct declares them
+    non-nullable, as Spark's own ``from_avro`` does, which spares the JVM a null check per value.
+    Without it every top-level column is nullable.
+
     A format whose :meth:`decode` checks the ``prefix`` of framed segments itself, while it reads
     the rows (raising :class:`PrefixMismatch`), says so with ``checks_prefixes = True``; for any
     other the pipeline checks them (:func:`check_prefixes`, in the decoding thread) before it

@@ -569,6 +569,18 @@ class MessageDecoder:
             return None
         return self._reader_plans(reader).base.arrow_schema
 
+    @property
+    def non_null_columns(self) -> frozenset[str]:
+        """The columns of :attr:`arrow_schema` that every good row has a value in: the reader
+        schema's top-level fields that admit no null, for formats that tell them
+        (``non_null_fields``); empty without a configured reader. The batch's own fields stay
+        nullable (an error row is null in every column)."""
+        reader = self._known_reader(None)
+        tell = getattr(reader.fmt, "non_null_fields", None) if reader is not None else None
+        if reader is None or not callable(tell):
+            return frozenset()
+        return frozenset(tell(reader.model))
+
     # -- decoding ----------------------------------------------------------------------------
 
     def decode(self, messages: Any) -> pa.RecordBatch | Decoded:

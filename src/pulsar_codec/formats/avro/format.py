@@ -160,6 +160,11 @@ class AvroFormat:
         """The fields of a record ``model`` that admit null (none for another schema)."""
         return frozenset(f.name for f in getattr(model, "fields", ()) if admits_null(f.type))
 
+    def non_null_fields(self, model: Schema) -> frozenset[str]:
+        """The fields of a record ``model`` whose type admits no null (none for another schema:
+        its one column is null for a null root)."""
+        return frozenset(f.name for f in getattr(model, "fields", ()) if not admits_null(f.type))
+
     def __repr__(self) -> str:
         return "<payload format AVRO>"
 

@@ -33,12 +33,15 @@ from ..._kernels.defs import (
     J_INT,
     J_LONG,
     J_MAP,
+    J_NULL,
     J_NULLABLE,
     J_OBJECT,
+    J_TEXT,
     J_TIME,
     J_TIMESTAMP,
 )
 from ...errors import ErrorCode, SchemaError, raise_for
+from ..avro import schema as av
 from ..avro.format import FORMAT as FORMAT_AVRO
 from ..avro.format import AvroPlan, finish, kernel_layout, run
 from ..avro.plan import Layout, build_plan
@@ -50,6 +53,7 @@ __all__ = ["JsonFormat", "JsonPlan", "FORMAT"]
 
 _JSON_KINDS = ("null", "boolean", "number", "string", "array", "object")
 # what the kernel's detail (the op of the failing node) names in range and format errors
+_CHOICES = frozenset({"allOf", "anyOf", "oneOf", "not", "if", "$ref"})  # root keywords that may admit null
 _RANGES = {J_INT: "int32", J_LONG: "int64", J_FLOAT: "float32"}
 _FORMATS = {
     J_TIMESTAMP: "RFC 3339 date-time",
@@ -281,6 +285,27 @@ class JsonFormat:
         from .encoder import JsonEncoder  # the encoder imports this package: import it when asked
 
         return JsonEncoder(model)
+
+    def non_null_fields(self, model: JsonSchemaModel) -> frozenset[str]:
+        """The top-level columns a good row always has a value in: those of a root object whose
+        place in the shadow schema admits no null (a required property of a type without null;
+        a Pulsar JSON field of a type without null). Columns kept as JSON text are left out: the
+        text of any value, null too, is read there."""
+        document = model.document
+        if model.avro is None and not (
+            isinstance(document, dict) and document.get("type") == "object" and not _CHOICES & set(document)
+        ):
+            return frozenset()  # a root that may be null (or is not an object)
+        mapping = map_model(model)
+        root, program = mapping.shadow, mapping.program
+        if not isinstance(root, av.Record) or program[0] != J_OBJECT:
+            return frozenset()
+        names = mapping.renames.get(id(root), [f.name for f in root.fields])
+        return frozenset(
+            name
+            for name, shadow, (_, child, _) in zip(names, root.fields, program[1])
+            if child[0] not in (J_TEXT, J_NULL, J_NULLABLE) and not av.admits_null(shadow.type)
+        )
 
     def nullable_fields(self, model: JsonSchemaModel) -> frozenset[str]:
         """The top-level properties a value may leave out or set to null (those of a Pulsar JSON

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from ... import wire
 from ..._kernels import _backend
-from ...errors import SchemaError
+from ...errors import ErrorCode, SchemaError
 from ...formats import format_of_model, get_format
 from ...pipeline import MessageDecoder
 from ...registry import fetch_schema
@@ -93,12 +93,17 @@ class DecodeJob:
         (those of ``keep`` only, when it is given)."""
         decoder = shared_decoder(self.cache_key, self.decoder, self.decoder.registry)
         variants = tuple(shared_decoder((self.cache_key, d.protocol.name), d, d.registry) for d in self.variants)
-        target, converters = reader_struct(decoder.arrow_schema)
+        target, converters = reader_struct(decoder.arrow_schema, self.non_null(decoder))
         fields = list(target)
         with use_backend(self.backend):
             for batch in batches:
                 count_batch()
                 yield self.decode_batch(batch, decoder, fields, converters, variants)
+
+    def non_null(self, decoder: MessageDecoder) -> frozenset[str]:
+        """The fields the output declares non-nullable: the reader's non-null columns inside the
+        struct; none when flattened (a bad row is then null in every field)."""
+        return frozenset() if self.flatten else decoder.non_null_columns
 
     def decode_batch(
         self,
@@ -127,6 +132,10 @@ class DecodeJob:
             decoded, errors = decoder.decode_payloads(messages, ids.fill_null(0))
         bad = ~valid(messages)
         rows = np.asarray(errors.column("index").to_numpy(), dtype=np.int64)
+        bad[rows] = True
+        bad[[r for r, _, _, _ in found]] = True
+        children = [decoded.column(k) if fn is None else fn(decoded.column(k)) for k, fn in enumerate(converters)]
+        found = found + null_holes(children, fields, bad)
         texts = [local_text(t) for t in errors.column("message").to_pylist()]
         codes = errors.column("code").to_numpy()
         offsets = errors.column("offset").to_numpy()
@@ -137,8 +146,7 @@ class DecodeJob:
             codes = np.concatenate([codes, np.array([c or 0 for _, c, _, _ in found], dtype=np.int32)])
             offsets = np.concatenate([offsets, np.array([o for _, _, o, _ in found], dtype=np.int64)])
             rows = np.concatenate([rows, np.array([r for r, _, _, _ in found], dtype=np.int64)])
-        bad[rows] = True
-        children = [decoded.column(k) if fn is None else fn(decoded.column(k)) for k, fn in enumerate(converters)]
+            bad[rows] = True
         struct = pa.StructArray.from_arrays(children, fields=fields, mask=pa.array(bad) if bad.any() else None)
         if self.keep is not None:
             batch = batch.select(list(self.keep))
@@ -146,6 +154,23 @@ class DecodeJob:
         outputs = dict(zip(struct.type.names, struct.flatten())) if self.flatten else {self.output: struct}
         outputs[self.error_column] = error_column(n, rows, codes, offsets, texts, code_valid, given)
         return replace_columns(batch, outputs)
+
+
+def null_holes(children: Sequence[Any], fields: Sequence[Any], bad: Any) -> list[RowError]:
+    """Error rows for good rows that are null in a field the struct declares non-nullable.
+
+    The formats' ``non_null_fields`` say which fields a decoder never leaves null in a good row;
+    should one be wrong, the JVM would read a null slot as a value (0, an empty string), so the row
+    goes out as an error row with its bytes instead. Costs nothing when the fields hold no null.
+    """
+    holes: list[RowError] = []
+    for child, field in zip(children, fields):
+        if field.nullable or not child.null_count:
+            continue
+        for i in np.flatnonzero(~valid(child) & ~bad).tolist():
+            text = f"field {field.name!r} of message {i} is null, which the reader schema does not allow"
+            holes.append((i, int(ErrorCode.SCHEMA_UNRESOLVABLE), 0, text))
+    return holes
 
 
 def decode(
@@ -328,7 +353,7 @@ def decode(
         options["message"] = message
     decoders = [MessageDecoder(schemas, protocol=p, **options) for p in protocols]
     decoder = decoders[0]
-    target, _ = reader_struct(decoder.arrow_schema)
+    target, _ = reader_struct(decoder.arrow_schema, frozenset() if flatten else decoder.non_null_columns)
     if kept is None:  # the messages' bytes come back in the errors of the rows that failed only
         kept = tuple(name for name in df.columns if name != column)
     keep = [f for f in df.schema.fields if f.name not in (output, error_column) and f.name in kept]

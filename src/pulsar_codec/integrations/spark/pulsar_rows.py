@@ -95,7 +95,7 @@ class PartDecoder:
     def __init__(self, decoder: MessageDecoder, cache_key: Hashable, backend: str) -> None:
         self.decoder = shared_decoder(cache_key, decoder, decoder.registry)
         self.job = DecodeJob(self.decoder, cache_key, "payload", None, "value", "decode_error", backend)
-        struct_type, self.converters = reader_struct(self.decoder.arrow_schema)
+        struct_type, self.converters = reader_struct(self.decoder.arrow_schema, self.decoder.non_null_columns)
         self.fields = list(struct_type)
 
     def decode(self, payloads: Any) -> tuple[pa.Array, pa.Array]:

@@ -156,7 +156,7 @@ class ValueReader:
 
     def spark_type(self) -> Any:
         """The Spark type of the decoded struct."""
-        target, _ = reader_struct(self.decoder.arrow_schema)
+        target, _ = reader_struct(self.decoder.arrow_schema, self.decoder.non_null_columns)
         return spark_type(target)
 
     def part(self, backend: str) -> PartDecoder:
@@ -334,7 +334,11 @@ class SourcePlan:
                     event_time=raw.column("event_time"),
                     properties=raw.column("properties"),
                 )
-                yield pa.RecordBatch.from_arrays([columns[f.name].cast(f.type) for f in target], schema=target)
+                # cast only what differs: a cast checks the null slots of a null struct's
+                # non-nullable fields, which hold nulls (a bad row is a null struct)
+                arrays = [columns[f.name] for f in target]
+                arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, target)]
+                yield pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
 def check_partition_addressing(client: Any, partition_topic: str) -> None:

@@ -8,7 +8,7 @@ executors per batch; the table in :mod:`pulsar_codec.integrations.spark` lists t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -241,14 +241,16 @@ def spark_type(arrow_type: Any) -> Any:
     return from_arrow_type(arrow_type, prefer_timestamp_ntz=True)
 
 
-def reader_struct(columns: Any) -> tuple[Any, list[Converter | None]]:
+def reader_struct(columns: Any, non_null: Collection[str] = ()) -> tuple[Any, list[Converter | None]]:
     """The Spark-readable struct type of a reader's decoded columns, and one converter per column.
 
     ``columns`` is the ``pa.Schema`` a decoder gives for its reader schema
-    (:attr:`pulsar_codec.pipeline.MessageDecoder.arrow_schema`).
+    (:attr:`pulsar_codec.pipeline.MessageDecoder.arrow_schema`); the fields named in ``non_null``
+    (:attr:`~pulsar_codec.pipeline.MessageDecoder.non_null_columns`) are declared non-nullable,
+    as Spark's ``from_avro`` declares them: a bad row is a null struct, never a null field.
     """
     plans = [spark_arrow_type(f.type) for f in columns]
-    target = pa.struct([pa.field(f.name, p[0], nullable=True) for f, p in zip(columns, plans)])
+    target = pa.struct([pa.field(f.name, p[0], nullable=f.name not in non_null) for f, p in zip(columns, plans)])
     return target, [p[1] for p in plans]
 
 
@@ -267,5 +269,6 @@ def spark_schema(reader_schema: Any) -> Any:
     """
     from ...pipeline import MessageDecoder
 
-    target, _ = reader_struct(MessageDecoder({}, reader_schema=reader_schema).arrow_schema)
+    decoder = MessageDecoder({}, reader_schema=reader_schema)
+    target, _ = reader_struct(decoder.arrow_schema, decoder.non_null_columns)
     return spark_type(target)
