@@ -72,7 +72,7 @@ def run_pulsar_codec(df) -> None:
 
 
 def run_fastavro(df) -> None:
-    udf = fastavro_udf(pcs.spark_schema(EVENT))
+    udf = fastavro_udf(pcs.spark_schema(EVENT, nullable=True))
     df.select(udf("value").alias("decoded")).write.format("noop").mode("overwrite").save()
 
 
@@ -82,7 +82,7 @@ def check_same(spark, path: str, rows: int = 200) -> None:
 
     df = spark.read.parquet(path).limit(rows)
     ours = pcs.decode(df, "value", registry={SCHEMA_ID: EVENT}).select("decoded")
-    theirs = df.select(fastavro_udf(pcs.spark_schema(EVENT))("value").alias("decoded"))
+    theirs = df.select(fastavro_udf(pcs.spark_schema(EVENT, nullable=True))("value").alias("decoded"))
 
     def rows_of(frame):
         frame = frame.select(F.col("decoded.*")).withColumn("ts", F.unix_micros("ts"))

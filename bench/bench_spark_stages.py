@@ -151,7 +151,7 @@ def run_spark_decode_subject(df: Any) -> None:
 
 
 def run_fastavro(df: Any) -> None:
-    noop(df.select(fastavro_udf(pcs.spark_schema(EVENT))("value").alias("decoded")))
+    noop(df.select(fastavro_udf(pcs.spark_schema(EVENT, nullable=True))("value").alias("decoded")))
 
 
 STAGES: list[tuple[str, Callable[[Any], None]]] = [

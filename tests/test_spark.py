@@ -11,11 +11,13 @@ import struct
 import uuid
 
 import fastavro
+import pandas as pd
 import pyarrow as pa
 import pytest
 
 pytest.importorskip("pyspark")
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import PythonException
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -1059,3 +1061,22 @@ def test_a_null_in_a_non_null_field_becomes_an_error_row():
     assert errors[1]["code"] == ErrorCode.SCHEMA_UNRESOLVABLE
     assert errors[1]["payload"] == messages[1]
     assert "field 'a' of message 1 is null" in errors[1]["message"]
+
+
+def test_spark_schema_is_decodes_type_and_nullable_is_a_pandas_udfs(spark, users_registry):
+    """spark_schema() is the decoded struct's type; nullable=True the one a pandas_udf returning
+    that struct can declare (Spark refuses non-nullable fields there)."""
+    reg, ids = users_registry
+    df = frame_of(spark, [m for m in user_messages(ids) if m is not None])
+    assert pcs.spark_schema(V3) == pcs.decode(df, registry=reg, reader_subject="users-value").schema["decoded"].dataType
+    loose = pcs.spark_schema(V3, nullable=True)
+    assert all(f.nullable for f in loose.fields)
+
+    @F.pandas_udf(loose)
+    def names(values: pd.Series) -> pd.DataFrame:
+        return pd.DataFrame({"id": [1] * len(values), "name": ["n"] * len(values), "email": None, "score": 0.5})
+
+    assert {r["d"]["name"] for r in df.select(names("value").alias("d")).collect()} == {"n"}
+    strict = F.pandas_udf(names.func, pcs.spark_schema(V3))
+    with pytest.raises(Py4JJavaError, match="ARROW_TYPE_MISMATCH"):
+        df.select(strict("value").alias("d")).collect()

@@ -34,8 +34,9 @@ convention="java", error_column="keyvalue_error")``
     ``split_keyvalue`` followed by ``decode`` of the key and of the value.
 ``encode(df, column, *, registry, subject, protocol=wire.CONFLUENT, schema=None, output="value")``
     A struct column into framed Avro messages; the schema is registered on the driver.
-``spark_schema(reader_schema)``
-    The Spark ``StructType`` that ``decode`` produces for a reader schema.
+``spark_schema(reader_schema, *, nullable=False)``
+    The Spark ``StructType`` that ``decode`` produces for a reader schema (``nullable=True``:
+    every field nullable, as a ``pandas_udf`` returning the struct must declare it).
 ``register(spark)``
     Registers ``format("pulsar")``: read topics (``spark.read`` / ``spark.readStream``, decoded on
     the executors) and write them (``df.write`` / ``df.writeStream``); see :mod:`.pulsar_source`

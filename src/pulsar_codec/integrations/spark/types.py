@@ -254,7 +254,7 @@ def reader_struct(columns: Any, non_null: Collection[str] = ()) -> tuple[Any, li
     return target, [p[1] for p in plans]
 
 
-def spark_schema(reader_schema: Any) -> Any:
+def spark_schema(reader_schema: Any, *, nullable: bool = False) -> Any:
     """The Spark ``StructType`` of the struct column :func:`~pulsar_codec.spark.decode` produces.
 
     Parameters
@@ -262,6 +262,10 @@ def spark_schema(reader_schema: Any) -> Any:
     reader_schema : str, dict, list or Schema
         An Avro schema. A record gives one field per record field; any other schema one field
         named ``value``.
+    nullable : bool, default False
+        Declare every field nullable, not only those whose type admits null: the type a
+        ``pandas_udf`` returning the struct must declare (Spark's pandas conversion marks each
+        field of a returned struct nullable and refuses a declared non-nullable one).
 
     Returns
     -------
@@ -270,5 +274,5 @@ def spark_schema(reader_schema: Any) -> Any:
     from ...pipeline import MessageDecoder
 
     decoder = MessageDecoder({}, reader_schema=reader_schema)
-    target, _ = reader_struct(decoder.arrow_schema, decoder.non_null_columns)
+    target, _ = reader_struct(decoder.arrow_schema, () if nullable else decoder.non_null_columns)
     return spark_type(target)
