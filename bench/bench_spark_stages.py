@@ -347,6 +347,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         **{"spark.sql.files.maxPartitionBytes": f"{args.partitions_mb}m", "spark.driver.memory": "2g"},
     )
     spark.sparkContext.setLogLevel("ERROR")
+    # the stages' functions are this module's (pickled by name outside script mode): ship it and
+    # the modules it imports to the Python workers, whatever PYTHONPATH their JVM started with
+    here = os.path.dirname(os.path.abspath(__file__))
+    for module in ("bench_avro.py", "bench_spark.py", "bench_spark_stages.py"):
+        spark.sparkContext.addPyFile(os.path.join(here, module))
     pulsar = None
     try:
         print(
@@ -375,9 +380,6 @@ def test_spark_stages_smoke(tmp_path: Any, monkeypatch: Any) -> None:
     import bench_spark
 
     monkeypatch.setattr(bench_spark, "DATA_DIR", str(tmp_path))
-    # the stages' functions are this module's: Spark's Python workers import it from bench/
-    here = os.path.dirname(os.path.abspath(__file__))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
     result = main(["--rows", "3000", "--pulsar-rows", "2000", "--repeat", "1"])
     assert all(s > 0 for s in result["stages"].values())
 
