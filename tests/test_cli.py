@@ -12,7 +12,7 @@ import pytest
 
 import pulsar_codec
 from pulsar_codec import cli, errors, wire
-from pulsar_codec.cli import _console, demo, registry_cmd
+from pulsar_codec.cli import _console, demo_data, registry_cmd
 from pulsar_codec.cli import app as cli_main
 from pulsar_codec.registry import LocalRegistry
 
@@ -98,7 +98,7 @@ def test_demo_framing_only():
 @pytest.fixture
 def dumped(tmp_path):
     registry = LocalRegistry(tmp_path / "registry.db")
-    gen = demo.generate(registry, tmp_path, rows=3000, seed=1)
+    gen = demo_data.generate(registry, tmp_path, rows=3000, seed=1)
     registry.close()
     return tmp_path, gen
 

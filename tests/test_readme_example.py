@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pulsar_codec.cli import demo
+from pulsar_codec.cli import demo_data
 from pulsar_codec.registry import LocalRegistry
 
 pytest_plugins = ["spark_fixtures"]
@@ -40,7 +40,7 @@ def test_the_example_names_the_files_it_reads_and_writes():
 @pytest.mark.slow
 def test_readme_pyspark_example_runs_as_written(spark, tmp_path):
     registry = LocalRegistry(tmp_path / "schemas.db")
-    gen = demo.generate(registry, tmp_path, rows=300, seed=3)
+    gen = demo_data.generate(registry, tmp_path, rows=300, seed=3)
     registry.close()
     code = pyspark_example()
     for name in PATHS:
