@@ -600,3 +600,58 @@ def test_an_option_no_side_reads_is_a_warning(caplog):
     assert [r.getMessage() for r in caplog.records if "ignores the option" in r.getMessage()] == [
         "format(\"pulsar\") (reading) ignores the option 'fetchsize'; its options: " + ", ".join(sorted(SOURCE_OPTIONS))
     ]
+
+
+# -- Protobuf through format("pulsar") with Confluent's own serializers -----------------------------
+
+ORDER_PROTO = 'syntax = "proto3";\npackage shop.v1;\nmessage Order { int64 id = 1; string name = 2; optional double amount = 3; }\n'
+
+
+def test_protobuf_topics_meet_confluents_serializers_without_a_protocol_option(
+    spark, registered, pulsar_broker, tmp_path
+):
+    """Without ``protocol`` the sink frames Protobuf as Confluent's serializers do (00 + id +
+    message indexes) and the source reads what they write: each side meets confluent-kafka."""
+    import warnings
+
+    from pyspark.sql import functions as F
+
+    from protobuf_fixtures import compile_proto, message_class
+    from pulsar_codec.cli._broker import produce
+    from pulsar_codec.pulsar import read_batches
+    from pulsar_codec.registry.server import serve
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ck_sr = pytest.importorskip("confluent_kafka.schema_registry")
+        ck_pb = pytest.importorskip("confluent_kafka.schema_registry.protobuf")
+        from confluent_kafka.serialization import MessageField, SerializationContext
+    order = message_class(compile_proto(ORDER_PROTO, "order.proto"), "shop.v1.Order")
+    registry_path = tmp_path / "registry.db"
+    sunk = f"persistent://public/default/pb-sink-{uuid.uuid4().hex[:8]}"
+    rows = spark.createDataFrame([(1, "a", 1.5), (2, "b", None)], "id long, name string, amount double")
+    rows.select(F.struct("id", "name", "amount").alias("value")).write.format("pulsar").mode("append").options(
+        service_url=pulsar_broker.url, registry=str(registry_path), topic=sunk, format="PROTOBUF", schema=ORDER_PROTO
+    ).save()
+    payloads = [p for batch in read_batches(pulsar_broker.url, sunk) for p in batch.column("payload").to_pylist()]
+    assert sorted(p[5] for p in payloads) == [0, 0]  # the message-index array of the first message type
+    with LocalRegistry(registry_path) as registry, serve(registry) as server:
+        deserialize = ck_pb.ProtobufDeserializer(order, {"use.deprecated.format": False})
+        ctx = SerializationContext(local_name(sunk), MessageField.VALUE)
+        got = sorted(
+            (m.id, m.name, m.amount if m.HasField("amount") else None) for m in (deserialize(p, ctx) for p in payloads)
+        )
+        assert got == [(1, "a", 1.5), (2, "b", None)]
+
+        theirs = f"persistent://public/default/pb-ck-{uuid.uuid4().hex[:8]}"
+        tctx = SerializationContext(local_name(theirs), MessageField.VALUE)
+        with ck_sr.SchemaRegistryClient({"url": server.url, "max.retries": 0}) as client:
+            serialize = ck_pb.ProtobufSerializer(order, client, {"use.deprecated.format": False})
+            framed = [serialize(order(id=7, name="x", amount=2.5), tctx), serialize(order(id=8, name="y"), tctx)]
+        produce(pulsar_broker.url, theirs, framed)
+    back = reader(spark, pulsar_broker, registry_path, topics=theirs).select("value", "decode_error").collect()
+    assert [r["decode_error"] for r in back] == [None, None]
+    assert sorted((r["value"]["id"], r["value"]["name"], r["value"]["amount"]) for r in back) == [
+        (7, "x", 2.5),
+        (8, "y", None),
+    ]

@@ -12,7 +12,8 @@ Options
 -------
 ``service_url``, ``topic`` (required); ``registry`` (+ ``registry_auth`` / ``registry_token``);
 ``subject`` (default ``<topic>-value``, the topic's local name); ``protocol`` (default
-``CONFLUENT``); ``format`` (``AVRO`` default, ``JSON``); ``schema`` (writer schema text);
+``CONFLUENT``, ``CONFLUENT_PROTOBUF`` for Protobuf); ``format`` (``AVRO`` default, ``JSON``,
+``PROTOBUF``); ``schema`` (writer schema text);
 ``use_latest`` (write with the subject's latest version, default false); ``auto_register``
 (default true; false only looks the schema up); ``key_column`` (a string column sent as the
 partition key; null sends none); ``timeout_ms``.
@@ -119,7 +120,7 @@ class PartEncoder:
         part: str,
         spark_type: Any,
         topic: str,
-        protocol: wire.Protocol,
+        protocol: wire.Protocol | None,
     ) -> PartEncoder:
         """Register the writer schema of one part (or take its subject's latest version), on the driver.
 
@@ -151,7 +152,7 @@ class PartEncoder:
         if flag(options, "use_latest", False):
             # a column the version has no field for, or the reverse, fails here, not in every task
             encoder.encode_payloads(_body_schema(spark_type)[0].empty_table())
-        return cls(encoder, (text, schema_id, protocol.name, fmt))
+        return cls(encoder, (text, schema_id, encoder.protocol.name, fmt))
 
     def local(self) -> MessageEncoder | None:
         """This executor process's encoder (shared by the tasks that bring equal ones)."""
@@ -290,7 +291,8 @@ class SinkPlan:
             config = registry_config(options)
             if config is None:
                 raise ValueError('format("pulsar") encodes with a registry: give the option "registry"')
-            protocol = wire.protocol_by_name(options.get("protocol") or wire.CONFLUENT)
+            # unset: the encoder frames as the format's serializers do (Protobuf with message indexes)
+            protocol = wire.protocol_by_name(options["protocol"]) if options.get("protocol") else None
             registry = config.build()
             try:
                 for part, spark_type in parts.items():

@@ -41,7 +41,8 @@ Options
     Spark asks for the schema; every version of that subject is shipped to the executors. A
     version registered while a stream runs is read with the schema the stream started with.
 ``protocol``
-    The wire prefix (``CONFLUENT`` default; any :mod:`pulsar_codec.wire` protocol).
+    The wire prefix (any :mod:`pulsar_codec.wire` protocol). Default: Confluent's, with its
+    message-index array for Protobuf (``CONFLUENT_PROTOBUF``), as Confluent's serializers write.
 ``keyvalue``, ``key_encoding``, ``key_reader_schema``, ``key_subject``, ``key_format``
     KeyValue topics: ``INLINE`` or ``SEPARATED`` (``key_encoding``: ``base64``, the default, as
     Java writes the partition key, or ``raw``); ``key`` becomes the decoded key struct (newest
@@ -142,8 +143,10 @@ class ValueReader:
 
     @classmethod
     def resolve(
-        cls, options: Mapping[str, str], config: Any, topics: tuple[str, ...], protocol: wire.Protocol, part: str
+        cls, options: Mapping[str, str], config: Any, topics: tuple[str, ...], protocol: wire.Protocol | None, part: str
     ) -> ValueReader:
+        """The reader of one part; without ``protocol`` the decoder picks the format's own prefix
+        (Confluent's, with its message indexes for Protobuf), as :func:`pulsar_codec.decode` does."""
         setup = resolve_reader(options, config, topics, part)
         decoder = MessageDecoder(
             ShippedSchemas(setup.shipped, config),
@@ -152,7 +155,7 @@ class ValueReader:
             on_error="null",
             format=setup.format,
         )
-        return cls(decoder, ("pulsar-source", config, protocol.name, setup.format, setup.reader_schema))
+        return cls(decoder, ("pulsar-source", config, decoder.protocol.name, setup.format, setup.reader_schema))
 
     def spark_type(self) -> Any:
         """The Spark type of the decoded struct."""
@@ -208,7 +211,7 @@ class SourcePlan:
         check_names(options, SOURCE_OPTIONS, 'format("pulsar") (reading)')
         pattern = topic_pattern(options)
         topics = topic_list(options) if pattern is None else pattern.topics()  # admin API: listed once
-        protocol = wire.protocol_by_name(options.get("protocol") or wire.CONFLUENT)
+        protocol = wire.protocol_by_name(options["protocol"]) if options.get("protocol") else None
         kv = options.get("keyvalue") or None
         kv_encoding = KeyValueEncodingType.parse(kv).name if kv else None
         key_encoding = check_key_encoding(options.get("key_encoding") or "base64")
@@ -237,7 +240,8 @@ class SourcePlan:
             key=key,
             keyvalue=kv_encoding,
             key_encoding=key_encoding,
-            protocol=protocol.name,
+            # the prefix the schema_id column is read from: the value decoder's when it has one
+            protocol=(protocol or (value.decoder.protocol if value is not None else wire.CONFLUENT)).name,
             pattern=pattern,
         )
 
