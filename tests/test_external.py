@@ -817,3 +817,45 @@ def test_confluent_kafka_reads_our_bytes_and_we_read_theirs(server, reg):
             assert deserializer(rich.encode(None, RICH_VALUE).data, rich_ctx) == RICH_VALUE
     finally:
         client.close()
+
+
+def test_keyvalue_decode_batch_with_on_error_null_steps_around_bad_messages(backend, factory):
+    """A message whose framing, key or value is bad is a null row with one error; the others decode."""
+    kv = factory.keyvalue_schema("t", {"type": "string"}, USER_V1)
+    good = kv.encode(None, ("k1", {"id": 1, "name": "a"})).data
+    key_data, value_data = keyvalue.decode_inline(good)
+    bad_value = keyvalue.encode_inline(key_data, value_data[:-1])  # the value's string cut short
+    bad_key = keyvalue.encode_inline(key_data[:5] + b"\x09", value_data)  # the key's length past its end
+    messages = [good, b"\x00\x00", bad_value, None, bad_key, good]
+    decoded, report = kv.decode_batch(messages, on_error="null")
+    assert decoded.column("key").to_pylist() == [{"value": "k1"}, None, None, None, None, {"value": "k1"}]
+    assert decoded.column("value").to_pylist() == [
+        {"id": 1, "name": "a"},
+        None,
+        None,
+        None,
+        None,
+        {"id": 1, "name": "a"},
+    ]
+    assert report.column("index").to_pylist() == [1, 2, 4]
+    framing, value_error, key_error = report.to_pylist()
+    assert framing["code"] == int(ErrorCode.KV_TRUNCATED_LENGTH)
+    assert "(message 1, byte" in framing["message"]
+    assert value_error["code"] in (ErrorCode.AVRO_LENGTH_PAST_END, ErrorCode.AVRO_TRUNCATED)
+    assert "(message 4, byte" in key_error["message"]
+    with pytest.raises(errors.KeyValueFormatError):
+        kv.decode_batch(messages)
+
+
+def test_keyvalue_decode_batch_on_error_null_with_a_primitive_key(backend, factory):
+    kv = factory.keyvalue_schema("t", pt.SchemaType.INT32, USER_V1)
+    good = kv.encode(None, (7, {"id": 1, "name": "a"})).data
+    _, value_data = keyvalue.decode_inline(good)
+    short_key = keyvalue.encode_inline(b"\x00\x01", value_data)  # an INT32 needs 4 bytes
+    decoded, report = kv.decode_batch([short_key, good], on_error="null")
+    assert decoded.column("key").to_pylist() == [None, 7]
+    assert decoded.column("value").to_pylist() == [None, {"id": 1, "name": "a"}]
+    assert report.column("index").to_pylist() == [0]
+    assert report.column("code").to_pylist() == [int(ErrorCode.PRIM_BAD_LENGTH)]
+    with pytest.raises(errors.PrimitiveDecodeError):
+        kv.decode_batch([short_key, good])

@@ -23,10 +23,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pulsar_codec import keyvalue, wire
+from pulsar_codec._arrow import walk_bad_rows
 from pulsar_codec.errors import ErrorCode, RegistryError, SchemaError, SchemaNotFoundError
 from pulsar_codec.integrations import spark as pcs
 from pulsar_codec.integrations.spark import executor
-from pulsar_codec.integrations.spark.batches import walk_bad_rows
 from pulsar_codec.integrations.spark.decode import DecodeJob
 from pulsar_codec.integrations.spark.driver import frame_ids
 from pulsar_codec.pipeline import MessageDecoder

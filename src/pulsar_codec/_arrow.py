@@ -3,14 +3,26 @@ kernel buffers back into pyarrow arrays. Written once, used by both twins."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["Chunk", "binary_chunks", "as_binary_array", "as_table_like", "validity_buffer", "bool_mask", "VIEW_LIMIT"]
+from .errors import DecodeError
+
+__all__ = [
+    "Chunk",
+    "binary_chunks",
+    "as_binary_array",
+    "as_table_like",
+    "validity_buffer",
+    "bool_mask",
+    "VIEW_LIMIT",
+    "around_bad_rows",
+    "walk_bad_rows",
+]
 
 # Binary views address their data buffer with signed 32-bit offsets.
 VIEW_LIMIT = 2**31 - 1
@@ -164,3 +176,50 @@ def bool_mask(chunks: Iterable[Chunk], total: int) -> np.ndarray | None:
         if c.validity is not None:
             out[c.row : c.row + c.length] = c.validity
     return out
+
+
+def walk_bad_rows(n: int, attempt: Callable[[int, int], int | None], window: int = 64) -> None:
+    """Run ``attempt(lo, hi)`` over rows ``[0, n)`` in order; it handles the rows it can and returns
+    None when all of ``[lo, hi)`` were good, else the offset (from ``lo``) of the first bad row.
+
+    The first call covers the whole batch (the common case: one pass). After a bad row the walk
+    resumes on a window of rows that doubles while the rows are clean, so a batch with many bad
+    rows costs O(n) row reads in all, not O(n^2).
+    """
+    lo, size = 0, n
+    while lo < n:
+        hi = min(n, lo + size)
+        bad = attempt(lo, hi)
+        if bad is None:
+            lo, size = hi, size * 2
+        else:
+            lo, size = lo + bad + 1, window
+
+
+def around_bad_rows(
+    n: int, run: Callable[[int, int], Any], null_row: Any, catch: type[DecodeError] = DecodeError
+) -> tuple[list[Any], list[DecodeError]]:
+    """Every row of ``[0, n)`` through ``run``, bad rows stepped around instead of failing the batch.
+
+    ``run(lo, hi)`` gives the piece of rows ``[lo, hi)`` or raises ``catch`` for the first bad row
+    among them (its ``index`` counted in the slice), as the bulk functions do. Returns the pieces
+    in row order, ``null_row`` standing for each bad row, and one error per bad row, counted from
+    row 0 (:meth:`DecodeError.moved`).
+    """
+    pieces: list[Any] = []
+    errors: list[DecodeError] = []
+
+    def attempt(lo: int, hi: int) -> int | None:
+        try:
+            pieces.append(run(lo, hi))
+            return None
+        except catch as exc:
+            bad = exc.index or 0
+            if bad:
+                pieces.append(run(lo, lo + bad))
+            pieces.append(null_row)
+            errors.append(exc.moved(lo))
+            return bad
+
+    walk_bad_rows(n, attempt)
+    return pieces, errors

@@ -12,6 +12,7 @@ The numeric codes come from :mod:`pulsar_codec._kernels.defs`, which mirrors ``c
 from __future__ import annotations
 
 import enum
+import re
 from typing import Any, NoReturn
 
 from ._kernels import defs
@@ -79,6 +80,13 @@ class DecodeError(PulsarCodecError, ValueError):
         self.index = index
         self.offset = offset
         self.detail = detail
+
+    def moved(self, base: int) -> DecodeError:
+        """This error of a slice whose first row is row ``base`` of the whole batch: the same
+        error, its index and its text's ``(message i, byte o)`` counted from the batch."""
+        index = self.index + base
+        text = re.sub(r"\(message \d+, byte", f"(message {index}, byte", self.args[0], count=1)
+        return type(self)(text, code=self.code, index=index, offset=self.offset, detail=self.detail)
 
     def __reduce__(self) -> tuple[Any, ...]:  # keep attributes across pickling (Spark ships exceptions)
         return (

@@ -61,11 +61,11 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from . import _base64
-from ._arrow import Chunk, as_binary_array, binary_chunks, validity_buffer, validity_of
+from ._arrow import Chunk, around_bad_rows, as_binary_array, binary_chunks, validity_buffer, validity_of
 from ._kernels import _backend, defs
 from ._kernels import keyvalue_py as _pure
 from ._kernels._typing import KernelError
-from .errors import EncodeError, raise_for
+from .errors import EncodeError, KeyValueFormatError, raise_for
 
 __all__ = [
     "JAVA",
@@ -74,6 +74,7 @@ __all__ = [
     "encode_inline",
     "decode_inline",
     "split_inline",
+    "split_inline_rows",
     "join_inline",
     "pack_schema_id",
     "unpack_schema_id",
@@ -314,6 +315,37 @@ def split_inline(payloads: Any, *, convention: str = JAVA, views: bool = False) 
         For the first malformed payload, with its index and byte offset.
     """
     return _split_bulk(payloads, _inline_mode(convention), views)
+
+
+def split_inline_rows(payloads: Any, *, convention: str = JAVA) -> tuple[pa.Array, pa.Array, list[KeyValueFormatError]]:
+    """:func:`split_inline` stepping around malformed payloads instead of failing the batch.
+
+    Returns
+    -------
+    (keys, values, errors)
+        A malformed payload's key and value are null; ``errors`` holds one
+        :class:`~pulsar_codec.errors.KeyValueFormatError` per malformed payload, its ``index``
+        counted in ``payloads``. Good batches cost one :func:`split_inline` call.
+    """
+    arr = as_binary_array(payloads)
+    null_row = (pa.nulls(1, pa.binary()), pa.nulls(1, pa.binary()))
+    pieces, errors = around_bad_rows(
+        len(arr),
+        lambda lo, hi: split_inline(arr.slice(lo, hi - lo), convention=convention),
+        null_row,
+        KeyValueFormatError,
+    )
+    return _joined([k for k, _ in pieces]), _joined([v for _, v in pieces]), errors  # type: ignore[return-value]
+
+
+def _joined(parts: list[pa.Array]) -> pa.Array:
+    """One binary array of ``parts`` (large_binary when one of them is)."""
+    if not parts:
+        return pa.array([], pa.binary())
+    if len(parts) == 1:
+        return parts[0]
+    wide = pa.large_binary() if any(p.type == pa.large_binary() for p in parts) else pa.binary()
+    return pa.concat_arrays([p if p.type == wide else p.cast(wide) for p in parts])
 
 
 # -- bulk join ------------------------------------------------------------------------------------

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...errors import DecodeError
 from .types import ERROR_TYPE
 
-__all__ = ["error_array", "error_column", "local_text", "replace_columns", "valid", "walk_bad_rows"]
+__all__ = ["error_array", "error_column", "local_text", "replace_columns", "row_error", "valid"]
 
 _LOCATION = re.compile(r"\(message \d+, byte (\d+)\)")
 
@@ -31,22 +32,9 @@ def local_text(text: str) -> str:
     return _LOCATION.sub(r"(byte \1)", text)
 
 
-def walk_bad_rows(n: int, attempt: Callable[[int, int], int | None], window: int = 64) -> None:
-    """Run ``attempt(lo, hi)`` over rows ``[0, n)`` in order; it handles the rows it can and returns
-    None when all of ``[lo, hi)`` were good, else the offset (from ``lo``) of the first bad row.
-
-    The first call covers the whole batch (the common case: one pass). After a bad row the walk
-    resumes on a window of rows that doubles while the rows are clean, so a batch with many bad
-    rows costs O(n) row reads in all, not O(n^2).
-    """
-    lo, size = 0, n
-    while lo < n:
-        hi = min(n, lo + size)
-        bad = attempt(lo, hi)
-        if bad is None:
-            lo, size = hi, size * 2
-        else:
-            lo, size = lo + bad + 1, window
+def row_error(exc: DecodeError) -> RowError:
+    """The :data:`RowError` of a bad row's exception (its index counted in the batch)."""
+    return (exc.index, int(exc.code), int(exc.offset or 0), local_text(str(exc)))
 
 
 def error_column(

@@ -21,10 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ... import wire
+from ..._arrow import walk_bad_rows
 from ...errors import DecodeError, SchemaNotFoundError
 from ...formats import get_format
 from ...registry import FetchedSchema, RegisteredSchema, RegistryConfig, fetch_schema, schema_text
-from .batches import walk_bad_rows
 from .headers import HeaderIds
 
 __all__ = [

@@ -10,20 +10,12 @@ import pyarrow as pa
 
 from ... import keyvalue, wire
 from ..._kernels import _backend
-from ...errors import KeyValueFormatError
-from .batches import RowError, error_array, local_text, replace_columns, walk_bad_rows
+from .batches import error_array, replace_columns, row_error
 from .decode import decode
 from .executor import use_backend
 from .types import ERROR_TYPE, spark_type
 
 __all__ = ["decode_keyvalue", "split_keyvalue"]
-
-
-def _concat(parts: list[Any], n: int) -> Any:
-    parts = [p.cast(pa.binary()) if p.type != pa.binary() else p for p in parts]
-    if not parts:
-        return pa.nulls(n, pa.binary()) if n else pa.array([], pa.binary())
-    return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
 
 
 @dataclass(frozen=True)
@@ -44,37 +36,16 @@ class SplitJob:
                 yield self.split_batch(batch)
 
     def split_batch(self, batch: Any) -> Any:
-        """One batch: good rows in one kernel call, bad rows walked around (see ``walk_bad_rows``)."""
+        """One batch: good rows in one kernel call, bad rows stepped around (``split_inline_rows``)."""
         payloads = batch.column(self.column)
         n = len(payloads)
-        keys: list[Any] = []
-        values: list[Any] = []
-        errors: list[RowError] = []
-
-        def attempt(lo: int, hi: int) -> int | None:
-            piece = payloads.slice(lo, hi - lo)
-            try:
-                k, v = keyvalue.split_inline(piece, convention=self.convention)
-            except KeyValueFormatError as exc:
-                i = exc.index or 0
-                if i:
-                    k, v = keyvalue.split_inline(piece.slice(0, i), convention=self.convention)
-                    keys.append(k)
-                    values.append(v)
-                keys.append(pa.nulls(1, pa.binary()))
-                values.append(pa.nulls(1, pa.binary()))
-                errors.append((lo + i, int(exc.code), int(exc.offset or 0), local_text(str(exc))))
-                return i
-            keys.append(k)
-            values.append(v)
-            return None
-
-        walk_bad_rows(n, attempt)
+        keys, values, bad = keyvalue.split_inline_rows(payloads, convention=self.convention)
+        errors = [row_error(exc) for exc in bad]
         return replace_columns(
             batch,
             {
-                self.key_column: _concat(keys, n),
-                self.value_column: _concat(values, n),
+                self.key_column: keys.cast(pa.binary()),
+                self.value_column: values.cast(pa.binary()),
                 self.error_column: error_array(n, errors, payloads),
             },
         )

@@ -23,9 +23,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ... import keyvalue, wire
-from ...errors import DecodeError, KeyValueFormatError
+from ..._arrow import around_bad_rows
+from ...errors import KeyValueFormatError
 from ...pipeline import MessageDecoder
-from .batches import RowError, error_array, local_text, walk_bad_rows
+from .batches import error_array, row_error
 from .decode import DecodeJob
 from .executor import count_batch, shared_decoder
 from .keyvalue import SplitJob
@@ -40,26 +41,13 @@ def prefix_ids(payloads: Any, protocol: wire.Protocol) -> pa.Array:
     n = len(payloads)
     if protocol.guid:
         return pa.nulls(n, pa.int64())
-    parts: list[pa.Array] = []
 
-    def ids_of(piece: Any) -> pa.Array:
-        ids = wire.unframe(piece, protocol).schema_ids
+    def ids_of(lo: int, hi: int) -> pa.Array:
+        ids = wire.unframe(payloads.slice(lo, hi - lo), protocol).schema_ids
         found: pa.Array = ids.field("version_id") if pa.types.is_struct(ids.type) else ids
         return found.cast(pa.int64())
 
-    def attempt(lo: int, hi: int) -> int | None:
-        piece = payloads.slice(lo, hi - lo)
-        try:
-            parts.append(ids_of(piece))
-            return None
-        except DecodeError as exc:
-            bad = exc.index or 0
-            if bad:
-                parts.append(ids_of(piece.slice(0, bad)))
-            parts.append(pa.nulls(1, pa.int64()))
-            return bad
-
-    walk_bad_rows(n, attempt)
+    parts, _ = around_bad_rows(n, ids_of, pa.nulls(1, pa.int64()))  # a bad prefix: no id
     return pa.concat_arrays(parts) if parts else pa.array([], pa.int64())
 
 
@@ -69,23 +57,13 @@ def separated_keys(partition_keys: Any, base64: bool) -> tuple[pa.Array, pa.Arra
     n = len(partition_keys)
     if not base64:
         return partition_keys.cast(pa.binary()), pa.nulls(n, ERROR_TYPE)
-    keys: list[pa.Array] = []
-    errors: list[RowError] = []
-
-    def attempt(lo: int, hi: int) -> int | None:
-        piece = partition_keys.slice(lo, hi - lo)
-        try:
-            keys.append(keyvalue.decode_partition_keys(piece, True))
-            return None
-        except KeyValueFormatError as exc:
-            bad = exc.index or 0
-            if bad:
-                keys.append(keyvalue.decode_partition_keys(piece.slice(0, bad), True))
-            keys.append(pa.nulls(1, pa.binary()))
-            errors.append((lo + bad, int(exc.code), int(exc.offset or 0), local_text(str(exc))))
-            return bad
-
-    walk_bad_rows(n, attempt)
+    keys, bad = around_bad_rows(
+        n,
+        lambda lo, hi: keyvalue.decode_partition_keys(partition_keys.slice(lo, hi - lo), True),
+        pa.nulls(1, pa.binary()),
+        KeyValueFormatError,
+    )
+    errors = [row_error(exc) for exc in bad]
     return (pa.concat_arrays(keys) if keys else pa.array([], pa.binary())), error_array(n, errors, partition_keys)
 
 

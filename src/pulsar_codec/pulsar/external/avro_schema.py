@@ -15,11 +15,11 @@ from typing import Any
 import pyarrow as pa
 
 from ... import wire
-from ...errors import EncodeError, ErrorCode, SchemaNotFoundError, error_for
+from ...errors import DecodeError, EncodeError, ErrorCode, SchemaNotFoundError, error_for
 from ...formats import get_format
 from ...formats.avro.encoder import Encoder
 from ...formats.avro.schema import Named, Primitive, Schema, parse
-from ...formats.base import Decoded
+from ...formats.base import Decoded, check_on_error, errors_table
 from ...pipeline import MessageDecoder, MessageEncoder
 from ..schema_info import EncodeData
 from .base import RegistrySchema, as_list
@@ -288,9 +288,25 @@ class AvroExternalSchema(RegistrySchema):
             ids = [None] * len(items) if schema_ids is None else as_list(schema_ids)
             if len(ids) != len(items):
                 raise ValueError(f"{len(ids)} schema ids for {len(items)} messages")
-            values = [None if m is None else self.decode(topic, m, sid) for m, sid in zip(items, ids)]
+            keep_going = check_on_error(on_error)
+            values: list[Any] = []
+            bad: list[tuple[Any, ...]] = []  # (code, index, offset, detail, text)
+            for i, (m, sid) in enumerate(zip(items, ids)):
+                try:
+                    values.append(None if m is None else self.decode(topic, m, sid))
+                except DecodeError as exc:  # counted from the batch, not from the one message
+                    if not keep_going:
+                        raise exc.moved(i) from None
+                    values.append(None)
+                    bad.append((int(exc.code), i, exc.offset, exc.detail, str(exc.moved(i))))
+                except SchemaNotFoundError as exc:
+                    if not keep_going:
+                        raise
+                    values.append(None)
+                    bad.append((int(ErrorCode.SCHEMA_NOT_FOUND), i, 0, 0, f"{exc} (message {i}, byte 0)"))
             arrow_type = self._decoder(reader).arrow_schema.field(0).type  # type: ignore[union-attr]
-            return pa.RecordBatch.from_arrays([pa.array(values, arrow_type)], ["value"])
+            batch = pa.RecordBatch.from_arrays([pa.array(values, arrow_type)], ["value"])
+            return Decoded(batch, errors_table(bad)) if keep_going else batch
         decoder = self._decoder(reader, on_error)
         if schema_ids is None:
             return decoder.decode(messages)

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ... import keyvalue as _kv
 from ... import primitives as _primitives
-from ...errors import EncodeError, SchemaError
+from ..._arrow import around_bad_rows
+from ...errors import EncodeError, PrimitiveDecodeError, SchemaError
+from ...formats.base import Decoded, check_on_error, errors_table
 from ..schema_info import EncodeData, SchemaType
 from .base import ExternalSchema
 
@@ -151,24 +155,69 @@ class KeyValueExternalSchema(ExternalSchema):
 
     def decode_batch(
         self, messages: Any, schema_ids: Any = None, *, topic: str | None = None, on_error: str = "raise"
-    ) -> pa.RecordBatch:
+    ) -> pa.RecordBatch | Decoded:
         """Decode many INLINE payloads: a ``pa.RecordBatch`` with struct columns ``key`` and
         ``value`` (each side's own batch as a struct; a primitive key is a plain column). Framed
-        sub-payloads only (``schema_ids`` is not supported)."""
+        sub-payloads only (``schema_ids`` is not supported).
+
+        With ``on_error="null"`` a message whose KeyValue framing, key or value cannot be decoded
+        is a null row (key and value both null) and ``Decoded(batch, errors)`` is returned, with
+        one error per bad message: its framing's, else its key's, else its value's.
+        """
         if schema_ids is not None:
             raise ValueError(
                 "KeyValueExternalSchema.decode_batch reads the ids from framed sub-payloads; schema_ids is not supported"
             )
-        keys, values = _kv.split_inline(messages, convention=self.convention)
+        keep_going = check_on_error(on_error)
+        found: dict[int, tuple[Any, ...]] = {}  # row -> (code, index, offset, detail, text): the first error
+
+        def note(errors: Any) -> None:
+            for e in errors:
+                found.setdefault(e.index, (int(e.code), e.index, int(e.offset or 0), e.detail, str(e)))
+
+        if keep_going:
+            keys, values, split_errors = _kv.split_inline_rows(messages, convention=self.convention)
+            note(split_errors)
+        else:
+            keys, values = _kv.split_inline(messages, convention=self.convention)
         columns = []
         for data, schema in ((keys, self.key_schema), (values, self.value_schema)):
             if isinstance(schema, SchemaType):
-                columns.append(_primitives.decode_array(schema, data))
+                columns.append(self._primitive_column(schema, data, note if keep_going else None))
                 continue
-            batch = schema.decode_batch(data, topic=topic, on_error=on_error)
+            result = schema.decode_batch(data, topic=topic, on_error=on_error)
+            if isinstance(result, Decoded):
+                batch = result.batch
+                for row in result.errors.to_pylist():
+                    found.setdefault(row["index"], (row["code"], row["index"], row["offset"], 0, row["message"]))
+            else:
+                batch = result
             mask = data.is_null() if data.null_count else None
             columns.append(pa.StructArray.from_arrays(batch.columns, names=batch.schema.names, mask=mask))
-        return pa.RecordBatch.from_arrays(columns, ["key", "value"])
+        if not keep_going:
+            return pa.RecordBatch.from_arrays(columns, ["key", "value"])
+        bad = np.zeros(len(keys), dtype=bool)
+        bad[list(found)] = True
+        if bad.any():  # a bad message is a null row: neither side keeps a half
+            columns = [pc.if_else(pa.array(bad), pa.nulls(len(c), c.type), c) for c in columns]
+        return Decoded(
+            pa.RecordBatch.from_arrays(columns, ["key", "value"]),
+            errors_table(sorted(found.values(), key=lambda e: e[1])),
+        )
+
+    @staticmethod
+    def _primitive_column(schema: SchemaType, data: pa.Array, note: Any) -> pa.Array:
+        """A primitive side's column; with ``note``, bad payloads are null rows reported to it."""
+        if note is None:
+            return _primitives.decode_array(schema, data)
+        pieces, errors = around_bad_rows(
+            len(data),
+            lambda lo, hi: _primitives.decode_array(schema, data.slice(lo, hi - lo)),
+            pa.nulls(1, _primitives.arrow_type(schema)),
+            PrimitiveDecodeError,
+        )
+        note(errors)
+        return pa.concat_arrays(pieces) if pieces else _primitives.decode_array(schema, data)
 
     def close(self) -> None:
         """Close both sides."""
