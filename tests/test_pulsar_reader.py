@@ -296,3 +296,19 @@ def test_partitioned_topic_time_window(partitioned_broker, pulsar_topic):
     finally:
         client.close()
     assert sorted(window.column("payload").to_pylist()) == sorted(b"r1-%d" % i for i in range(6))
+
+
+def test_read_batches_from_a_broker_that_is_not_there_is_one_clear_error():
+    """No broker at the URL: BrokerUnreachableError (pulsar_codec.errors) naming it, within about
+    timeout_ms, not pulsar-client's bare Timeout / ConnectError."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on once it is closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"pulsar://127.0.0.1:{port}"
+    started = time.monotonic()
+    with pytest.raises(errors.BrokerUnreachableError, match=f"{url} did not answer within 1500 ms") as caught:
+        list(pcp.read_batches(url, "persistent://public/default/nowhere", timeout_ms=1500))
+    assert caught.value.service_url == url
+    assert time.monotonic() - started < 30

@@ -256,6 +256,7 @@ def _client_log() -> Iterator[tuple[Any, _ClientLog]]:
 def cmd_dump(args: argparse.Namespace) -> int:
     """Read a Pulsar topic into a raw Parquet table; returns the exit code (a failed dump leaves
     no file, and an existing output as it was: see :func:`~pulsar_codec.pulsar.dump_to_parquet`)."""
+    from ..errors import BrokerUnreachableError
     from ..pulsar import dump_to_parquet
 
     _check_output(args.output, "--output")
@@ -275,7 +276,8 @@ def cmd_dump(args: argparse.Namespace) -> int:
             )
         except Exception as exc:
             # pulsar-client's errors (module pulsar or _pulsar) mean the broker is unreachable or refused
-            if type(exc).__module__.split(".")[0] not in ("_pulsar", "pulsar") and not isinstance(exc, TimeoutError):
+            unreachable = isinstance(exc, (BrokerUnreachableError, TimeoutError))
+            if type(exc).__module__.split(".")[0] not in ("_pulsar", "pulsar") and not unreachable:
                 raise
             reason = f" ({log.errors[0]})" if log.errors else ""
             err(f"cannot read {args.topic} from {args.service_url}: {exc}{reason}")

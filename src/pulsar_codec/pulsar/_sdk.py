@@ -6,6 +6,11 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
+from ..errors import BrokerUnreachableError
+
 try:
     import _pulsar as native
     import pulsar
@@ -15,7 +20,7 @@ except ImportError as _exc:  # pragma: no cover - exercised only without the ext
         f"(import failed: {_exc})"
     ) from _exc
 
-__all__ = ["native", "pulsar", "KEY_ENCODINGS", "check_key_encoding"]
+__all__ = ["native", "pulsar", "KEY_ENCODINGS", "broker_calls", "check_key_encoding"]
 
 #: How a partition key holds a KeyValue key: its UTF-8 text (C++ producers) or Base64 (Java's SEPARATED).
 KEY_ENCODINGS = ("raw", "base64")
@@ -26,3 +31,19 @@ def check_key_encoding(key_encoding: str) -> str:
     if key_encoding not in KEY_ENCODINGS:
         raise ValueError(f"key_encoding must be one of {KEY_ENCODINGS}, got {key_encoding!r}")
     return key_encoding
+
+
+@contextlib.contextmanager
+def broker_calls(
+    service_url: str, timeout_ms: int, hint: str = "the option timeout_ms sets the wait"
+) -> Iterator[None]:
+    """Turn pulsar-client's "no connection" and "no answer in time" errors into one
+    :class:`~pulsar_codec.errors.BrokerUnreachableError` naming the broker and the timeout."""
+    try:
+        yield
+    except (pulsar.ConnectError, pulsar.Timeout) as exc:
+        raise BrokerUnreachableError(
+            f"the Pulsar broker {service_url} did not answer within {timeout_ms} ms ({exc}); check the service URL"
+            f" ({hint})",
+            service_url=service_url,
+        ) from None

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from .. import keyvalue as _kv
 from ..keyvalue import KeyValueEncodingType
-from ._sdk import check_key_encoding
+from ._sdk import broker_calls, check_key_encoding
 from ._sdk import native as _pulsar
 from ._sdk import pulsar as _pulsar_client
 from .positions import (
@@ -360,6 +360,40 @@ def read_batches(
     start_id, seek_time = _start_position(start)
     stop = _End(end)
     client, owned = _client_for(client_or_url, client_options, timeout_ms)
+    url = client_or_url if isinstance(client_or_url, str) else "of the given client"
+    with broker_calls(url, timeout_ms, "timeout_ms sets the wait"):
+        yield from _read(
+            client,
+            owned,
+            topic,
+            batch_size,
+            start_id,
+            seek_time,
+            stop,
+            start_inclusive,
+            timeout_ms,
+            key_encoding,
+            limit,
+            receiver_queue_size,
+        )
+
+
+def _read(
+    client: Any,
+    owned: bool,
+    topic: str,
+    batch_size: int,
+    start_id: Any,
+    seek_time: int | None,
+    stop: _End,
+    start_inclusive: bool,
+    timeout_ms: int,
+    key_encoding: str,
+    limit: int | None,
+    receiver_queue_size: int,
+) -> Iterator[pa.RecordBatch]:
+    """The body of :func:`read_batches` (which turns a broker that does not answer into one
+    :class:`~pulsar_codec.errors.BrokerUnreachableError`); closes ``client`` when ``owned``."""
     reader: BoundedReader | None = None
     try:
         partitions = list(client.get_topic_partitions(topic))

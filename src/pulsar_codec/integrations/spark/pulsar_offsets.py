@@ -26,7 +26,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from ...errors import BrokerUnreachableError
 from ...pulsar.positions import (
     PROBE_MS,
     WHOLE_ENTRY,
@@ -113,19 +112,11 @@ def new_client(service_url: str, timeout_ms: int) -> Any:
     )
 
 
-@contextlib.contextmanager
-def broker_calls(service_url: str, timeout_ms: int) -> Iterator[None]:
-    """Turn pulsar-client's "no connection" and "no answer in time" errors into one
-    :class:`~pulsar_codec.errors.BrokerUnreachableError` naming the broker and the timeout."""
-    _, pulsar = _sdk()
-    try:
-        yield
-    except (pulsar.ConnectError, pulsar.Timeout) as exc:
-        raise BrokerUnreachableError(
-            f"the Pulsar broker {service_url} did not answer within {timeout_ms} ms ({exc}); "
-            "check service_url (the option timeout_ms sets the wait)",
-            service_url=service_url,
-        ) from None
+def broker_calls(service_url: str, timeout_ms: int) -> contextlib.AbstractContextManager[None]:
+    """:func:`pulsar_codec.pulsar._sdk.broker_calls` (imported when used: pulsar-client is optional)."""
+    from ...pulsar._sdk import broker_calls as calls
+
+    return calls(service_url, timeout_ms, "the option timeout_ms sets the wait")
 
 
 def shared_client(service_url: str, timeout_ms: int) -> Any:
