@@ -640,6 +640,18 @@ def test_json_round_trip(factory, reg):
     assert scalars.decode_batch([scalars.encode(None, 1.5).data]).column("value").to_pylist() == [1.5]
 
 
+def test_json_decode_batch_columns_are_the_given_schemas_whatever_version_wrote(factory):
+    """As AvroExternalSchema's: the schema given fixes the columns of every batch."""
+    closed = {"type": "object", "additionalProperties": False}  # a property added: BACKWARD compatible
+    older = factory.json_schema("people", {**closed, "properties": {"name": {"type": "string"}}})
+    newer = factory.json_schema("people", {**closed, "properties": PERSON["properties"]})
+    old_batch = [older.encode(None, {"name": "a"}).data]
+    new_batch = [newer.encode(None, {"name": "b", "age": 3}).data]
+    assert newer.decode_batch(old_batch).to_pylist() == [{"name": "a", "age": None}]
+    assert older.decode_batch(new_batch).to_pylist() == [{"name": "b"}]
+    assert newer.decode_batch(new_batch).to_pylist() == [{"name": "b", "age": 3}]
+
+
 def test_json_record_strategy_uses_the_title(reg):
     factory = SchemaInfoProviderFactory(reg, subject_name_strategy="record")
     factory.json_schema("t", PERSON).encode(None, {})

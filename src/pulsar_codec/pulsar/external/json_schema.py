@@ -159,7 +159,9 @@ class JsonExternalSchema(RegistrySchema):
         """Decode many messages into a ``pa.RecordBatch`` in one pass of the JSON decoder
         (:class:`~pulsar_codec.pipeline.MessageDecoder`, format JSON): an object schema gives one
         column per property, typed by the schema (see the JSON Schema -> Arrow mapping); other
-        schemas a ``value`` column. Null messages give null rows.
+        schemas a ``value`` column. The columns are those of the schema given (every batch the
+        same, whichever versions wrote it); without one, those of each batch's newest writer.
+        Null messages give null rows.
 
         Parameters
         ----------
@@ -199,6 +201,11 @@ class JsonExternalSchema(RegistrySchema):
             with self._by_id_lock:
                 found = self._decoders.get(on_error)
                 if found is None:
-                    found = MessageDecoder(self.registry, protocol=self.protocol, on_error=on_error, format="JSON")
+                    # the schema given fixes the columns, as AvroExternalSchema's does: a batch of
+                    # another version's messages gives the same columns (absent properties null)
+                    reader = None if self.schema is None else self._text(self.schema)
+                    found = MessageDecoder(
+                        self.registry, protocol=self.protocol, reader_schema=reader, on_error=on_error, format="JSON"
+                    )
                     self._decoders[on_error] = found
         return found
