@@ -160,6 +160,11 @@ class PayloadFormat(Protocol):
     non-nullable, as Spark's own ``from_avro`` does, which spares the JVM a null check per value.
     Without it every top-level column is nullable.
 
+    A format some of whose values a registry's serializers write without the format's own framing
+    (Avro: Confluent's top-level ``bytes``, raw) has ``written_raw(model, protocol)``, saying when,
+    ``with_lengths(segment, rows)`` and ``lengthed(body)``, which give such rows the format's form
+    before decoding, and ``raw_encoder(model)``, which writes them so.
+
     A format whose :meth:`decode` checks the ``prefix`` of framed segments itself, while it reads
     the rows (raising :class:`PrefixMismatch`), says so with ``checks_prefixes = True``; for any
     other the pipeline checks them (:func:`check_prefixes`, in the decoding thread) before it

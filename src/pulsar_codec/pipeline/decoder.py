@@ -53,11 +53,13 @@ class _Pathed(NamedTuple):
 @dataclass(frozen=True)
 class _Resolved:
     """The plans of one batch: ``fmt`` (None when nothing defines the columns), one plan per schema
-    id, and the ids whose rows are error rows: position -> (code, registry key, reason)."""
+    id, the ids whose rows are error rows: position -> (code, registry key, reason), and the
+    positions whose writer's values the protocol's serializers write raw (``written_raw``)."""
 
     fmt: PayloadFormat | None
     plans: list[DecodePlan]
     bad: dict[int, tuple[ErrorCode, Any, str]]
+    raw: frozenset[int] = frozenset()
 
 
 class _ReaderPlans:
@@ -356,7 +358,7 @@ class MessageDecoder:
         self._readers: LRU[tuple[str, str], _ReaderPlans] = LRU(self.cache_size)
         self._given_readers: LRU[str, ParsedSchema] = LRU(8)
         # decode_value's plan per schema id (a plain dict: one lookup per message; bounded below)
-        self._value_plans: dict[Any, tuple[PayloadFormat, DecodePlan]] = {}
+        self._value_plans: dict[Any, tuple[PayloadFormat, DecodePlan, bool]] = {}
         self._lone_reader: tuple[ParsedSchema | None] | None = None
 
     @property
@@ -404,12 +406,13 @@ class MessageDecoder:
             (reader.fmt.name, reader.key), lambda: _ReaderPlans(reader.fmt, reader, self.cache_size)
         )
 
-    def _plans_for(self, keys: Sequence[Any]) -> tuple[PayloadFormat, list[DecodePlan]]:
-        """The format and one plan per schema id in ``keys``; the first failure raises."""
+    def _plans_for(self, keys: Sequence[Any]) -> tuple[PayloadFormat, list[DecodePlan], frozenset[int]]:
+        """The format, one plan per schema id in ``keys`` and the positions of raw writers
+        (:class:`_Resolved`); the first failure raises."""
         resolved = self._resolve(keys, tolerate=False)
         if resolved.fmt is None:
             raise SchemaError("no reader schema: the batch holds no non-null message; pass reader_schema")
-        return resolved.fmt, resolved.plans
+        return resolved.fmt, resolved.plans, resolved.raw
 
     def _resolve(self, keys: Sequence[Any], tolerate: bool, first: int | None = None) -> _Resolved:
         """One plan per schema id in ``keys`` (sorted; the last is the newest).
@@ -487,7 +490,13 @@ class MessageDecoder:
                     raise
                 out.append(plans.base)
                 bad[i] = (ErrorCode.SCHEMA_UNRESOLVABLE, key, str(exc))
-        return _Resolved(reader.fmt, out or [plans.base], bad)
+        raw = frozenset(i for i, w in enumerate(writers) if w is not None and i not in bad and self._written_raw(w))
+        return _Resolved(reader.fmt, out or [plans.base], bad, raw)
+
+    def _written_raw(self, writer: ParsedSchema) -> bool:
+        """Whether this protocol's serializers write ``writer``'s values raw (format ``written_raw``)."""
+        written_raw = getattr(writer.fmt, "written_raw", None)
+        return callable(written_raw) and bool(written_raw(writer.model, self.protocol))
 
     def _known_reader(self, fmt: PayloadFormat | None) -> ParsedSchema | None:
         """The reader every batch uses when one is configured: ``reader_schema`` or the latest
@@ -716,6 +725,8 @@ class MessageDecoder:
         if resolved.fmt is None:  # no readable message and no reader known: rows without columns
             return _finish(_no_columns(total), [], wire_errors, keep_going, total)
         fmt, plans = resolved.fmt, resolved.plans
+        if resolved.raw:
+            segments = [self._lengthed(fmt, seg, resolved.raw) for seg in segments]
 
         def decode(part: list[Segment]) -> tuple[pa.RecordBatch, list[RowError]]:
             if not getattr(fmt, "checks_prefixes", False):
@@ -738,6 +749,14 @@ class MessageDecoder:
         if not keep_going and errors:
             return _finish(batches[0], errors, wire_errors, keep_going, total)
         return _finish(_concat(batches, pool), errors, wire_errors, keep_going, total)
+
+    @staticmethod
+    def _lengthed(fmt: PayloadFormat, seg: Segment, raw: frozenset[int]) -> Segment:
+        """``seg`` with its rows of raw writers (positions ``raw``) in the format's own form."""
+        check_prefixes([seg])  # the copy drops the prefix the kernel would check as it reads
+        rows = len(seg.ends) - (1 if isinstance(seg.starts, (int, np.integer)) else 0)
+        plan_ids = np.zeros(rows, dtype=np.int32) if seg.plan_ids is None else seg.plan_ids
+        return fmt.with_lengths(seg, np.isin(plan_ids, list(raw)))  # type: ignore[attr-defined, no-any-return]
 
     def _workers(self, total: int) -> ThreadPoolExecutor | None:
         """This decoder's threads when a batch of ``total`` rows is split among them, else None.
@@ -830,13 +849,16 @@ class MessageDecoder:
                 self.protocol = wire.CONFLUENT_PROTOBUF  # its Confluent prefix holds a message-index path
                 self._value_plans.clear()
                 return self.decode_value(payload if schema_id is not None else original, schema_id)
+        fmt, plan, raw = found
+        if raw:  # written without its Avro length (format written_raw): given one to read it
+            payload, start = fmt.lengthed(bytes(payload[start:])), 0  # type: ignore[attr-defined]
         if type(payload) is not bytes:
             payload = memoryview(payload).cast("B")
-        return found[0].decode_value(found[1], payload, start)
+        return fmt.decode_value(plan, payload, start)
 
-    def _value_plan(self, key: Any) -> tuple[PayloadFormat, DecodePlan]:
-        fmt, plans = self._plans_for([key])
-        entry = (fmt, plans[0])
+    def _value_plan(self, key: Any) -> tuple[PayloadFormat, DecodePlan, bool]:
+        fmt, plans, raw = self._plans_for([key])
+        entry = (fmt, plans[0], bool(raw))
         if len(self._value_plans) >= self.cache_size:
             self._value_plans.clear()  # rare: more schema ids than the cache holds
         if self.cache_size:

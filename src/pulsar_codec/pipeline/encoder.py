@@ -129,6 +129,14 @@ class MessageEncoder:
             references = resolve(self._registry.get(), references)
         return self._fmt.parse(fetched.schema, references)
 
+    def _payload_encoder(self, writer: ParsedSchema) -> PayloadEncoder:
+        """The format's encoder of ``writer``; one writing raw where the protocol's serializers do
+        (format ``written_raw``: Confluent's top-level Avro ``bytes``)."""
+        written_raw = getattr(self._fmt, "written_raw", None)
+        if callable(written_raw) and written_raw(writer.model, self.protocol):
+            return self._fmt.raw_encoder(writer.model)  # type: ignore[attr-defined, no-any-return]
+        return self._fmt.encoder(writer.model)
+
     def _frame(self, payloads: pa.Array, schema_id: Any, writer: ParsedSchema) -> pa.Array:
         indexes = None
         type_path = getattr(self._fmt, "type_path", None)
@@ -176,7 +184,7 @@ class MessageEncoder:
         if isinstance(schema_id, (int, np.integer)):
             schema_id = int(schema_id)
         prefix = self._frame(pa.array([b""], pa.binary()), schema_id, writer)[0].as_py()
-        encoder = self._encoders.get_or_make(writer.key, lambda: self._fmt.encoder(writer.model))
+        encoder = self._encoders.get_or_make(writer.key, lambda: self._payload_encoder(writer))
         self._value_writer = (prefix, encoder)
         return self._value_writer
 
@@ -294,7 +302,7 @@ class MessageEncoder:
         data = as_table_like(batch)
         writer = self._writer(data)
         schema_id = self._id_for(writer)
-        encoder = self._encoders.get_or_make(writer.key, lambda: self._fmt.encoder(writer.model))
+        encoder = self._encoders.get_or_make(writer.key, lambda: self._payload_encoder(writer))
         return schema_id, encoder.encode(data)
 
     def encode(self, batch: Any) -> pa.Array:
@@ -312,7 +320,7 @@ class MessageEncoder:
         data = as_table_like(batch)
         writer = self._writer(data)
         schema_id = self._id_for(writer)
-        encoder = self._encoders.get_or_make(writer.key, lambda: self._fmt.encoder(writer.model))
+        encoder = self._encoders.get_or_make(writer.key, lambda: self._payload_encoder(writer))
         payloads = encoder.encode(data)
         if isinstance(schema_id, (int, np.integer)):
             schema_id = int(schema_id)

@@ -12,6 +12,7 @@ import pyarrow as pa
 from ..._kernels import _backend
 from ...errors import raise_for
 from ..base import PrefixMismatch, RowError, Segment
+from . import raw
 from ._assemble import assemble, nbytes
 from ._pyvalues import row_shapes
 from .encoder import Encoder, schema_from_arrow
@@ -146,6 +147,23 @@ class AvroFormat:
     def encoder(self, model: Schema) -> Encoder:
         """An :class:`~pulsar_codec.formats.avro.Encoder` for ``model``."""
         return Encoder(model)
+
+    def written_raw(self, model: Schema, protocol: Any) -> bool:
+        """Whether ``protocol``'s serializers write a value of ``model`` raw, without its Avro
+        length (Confluent's, for a top-level ``bytes``: see :mod:`.raw`)."""
+        return raw.written_raw(model, protocol)
+
+    def with_lengths(self, segment: Segment, rows: Any) -> Segment:
+        """``segment`` with an Avro length given to the raw bodies of ``rows`` (see :mod:`.raw`)."""
+        return raw.with_lengths(segment, rows)
+
+    def lengthed(self, body: bytes) -> bytes:
+        """One raw body as Avro binary (see :mod:`.raw`)."""
+        return raw.lengthed(body)
+
+    def raw_encoder(self, model: Schema) -> raw.RawBytesEncoder:
+        """An encoder writing ``model``'s values raw (see :mod:`.raw`)."""
+        return raw.RawBytesEncoder(Encoder(model))
 
     def model_from_arrow(
         self, schema: pa.Schema, name: str = "Record", nulls: Mapping[str, bool] | None = None
