@@ -746,6 +746,29 @@ def test_serve_password_from_file_env_or_flag(tmp_path, fake_serve, capsys, monk
     assert cli.main([*base, "--password-file", str(tmp_path / "missing")]) == 2
 
 
+def test_serve_port_0_serves_and_shows_the_port_the_system_chose(tmp_path, fake_serve, capsys):
+    assert cli.main(["registry", "serve", str(tmp_path / "s.db"), "--port", "0"]) == 0
+    port = fake_serve[-1][2]
+    assert port > 0
+    assert f"on http://127.0.0.1:{port} " in capsys.readouterr().out
+
+
+def test_quiet_keeps_the_package_warnings_off_stderr():
+    """-q: results and errors only; a registry that does not answer is the one error line, without
+    the client's retry warnings (shown without -q). A process of its own: pytest captures logging."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    loud = run_cli("registry", "list", "--registry", url)
+    assert loud.returncode == 5 and "retrying" in loud.stderr
+    quiet = run_cli("registry", "list", "-q", "--registry", url)
+    assert quiet.returncode == 5
+    assert one_line(quiet).startswith("pulsar-codec: registry unreachable: GET")
+
+
 def test_serve_on_a_busy_port_exits_2_before_saying_serving(tmp_path):
     import socket
 

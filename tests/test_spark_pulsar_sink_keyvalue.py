@@ -235,3 +235,18 @@ def test_keyvalue_round_trip(spark, pulsar_broker, tmp_path, encoding):
         .collect()
     )
     assert sorted(((r["key"], r["value"]) for r in undecoded), key=repr) == expected
+
+
+def test_a_separated_message_whose_key_is_not_base64_is_bad_as_a_whole():
+    """Its value is null beside its error, decoded or raw, as for any other bad message."""
+    from pulsar_codec import wire
+    from pulsar_codec.integrations.spark.pulsar_rows import RowMaker
+
+    payloads = pa.array([wire.CONFLUENT.pack(1, b"\x02"), wire.CONFLUENT.pack(1, b"\x04")], pa.binary())
+    keys = pa.array([base64.b64encode(b"k").decode(), "not base64!"], pa.string())
+    rows = RowMaker(wire.CONFLUENT, None, None, "SEPARATED", "base64", "python")
+    out = rows.columns(pa.record_batch({"payload": payloads, "key": keys}))
+    assert out["key"].to_pylist() == [b"k", None]
+    assert out["value"].to_pylist() == [payloads[0].as_py(), None]
+    errors = out["decode_error"].to_pylist()
+    assert errors[0] is None and errors[1]["payload"] == b"not base64!"

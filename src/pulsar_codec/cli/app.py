@@ -515,14 +515,16 @@ _PACKAGE_HANDLER.setFormatter(logging.Formatter("pulsar-codec %(levelname)s %(na
 
 
 def _configure_logging(level: int) -> None:
-    """--verbose: the package's debug logs on stderr; otherwise what logging is configured to show."""
+    """--verbose: the package's debug logs on stderr; --quiet: none of its warnings (a registry
+    call retried, say), the command's one error line being what fails; otherwise what logging is
+    configured to show."""
     package = logging.getLogger("pulsar_codec")
     if level > 0:
         package.setLevel(logging.DEBUG)
         if _PACKAGE_HANDLER not in package.handlers:
             package.addHandler(_PACKAGE_HANDLER)
     else:
-        package.setLevel(logging.NOTSET)
+        package.setLevel(logging.ERROR if level < 0 else logging.NOTSET)
         package.removeHandler(_PACKAGE_HANDLER)
 
 

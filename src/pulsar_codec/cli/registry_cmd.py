@@ -210,15 +210,16 @@ def _serve(args: argparse.Namespace, password: str | None) -> int:
     # (the probe is closed at once; the server binds the same address right after)
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     try:
-        socket.create_server((args.host, args.port), family=family).close()
+        with socket.create_server((args.host, args.port), family=family) as probe:
+            port = probe.getsockname()[1]  # --port 0: the free port the system chose, served and shown
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise UsageError(f"port {args.port} on {args.host} is already in use; choose another with --port") from None
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     auth = (args.user, password or "") if args.user else None
     log_level = {QUIET: "warning", VERBOSE: "debug"}.get(verbosity(), "info")
-    say(f"serving {path} on http://{args.host}:{args.port} (Ctrl-C stops)")
-    server.run(str(path), args.host, args.port, auth=auth, log_level=log_level)
+    say(f"serving {path} on http://{args.host}:{port} (Ctrl-C stops)")
+    server.run(str(path), args.host, port, auth=auth, log_level=log_level)
     return EXIT_OK
 
 

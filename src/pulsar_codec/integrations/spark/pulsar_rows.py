@@ -141,4 +141,10 @@ class RowMaker:
             errors.append(value_errors)
             out["decode_error"] = errors[0] if len(errors) == 1 else pc.coalesce(*errors)
         out["schema_id"] = prefix_ids(values, self.protocol)
+        if split_errors is not None and split_errors.null_count < len(split_errors):
+            # a message whose KeyValue parts cannot be told apart is bad as a whole: its value
+            # (decoded or raw) is null beside the error, as for any other bad message
+            broken = split_errors.is_valid()
+            for name in ("key", "value"):
+                out[name] = pc.if_else(broken, pa.scalar(None, out[name].type), out[name])
         return out
