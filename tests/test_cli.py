@@ -213,6 +213,10 @@ def test_registry_commands(tmp_path):
     assert json.loads(out.stdout)["schema"] == v1
     out = run_cli("registry", "get", "--registry", db, "--id", "7")
     assert out.returncode == 4
+    for action in ("register", "check"):  # a schema that does not parse is a bad argument
+        out = run_cli("registry", action, "--registry", db, "--subject", "t-value", "--schema", '{"type": "recrd"}')
+        assert out.returncode == 2
+        assert one_line(out) == "pulsar-codec: --schema is not a valid AVRO schema: unknown Avro type 'recrd'"
 
 
 def test_unreachable_registry_exits_3(tmp_path):

@@ -223,10 +223,29 @@ def _serve(args: argparse.Namespace, password: str | None) -> int:
     return EXIT_OK
 
 
+def _checked_schema(value: str, schema_type: str | None) -> str:
+    """The ``--schema`` text, parsed as ``schema_type`` (Avro, JSON) first: one that does not parse
+    is a bad argument (exit 2), whichever registry would refuse it, and how."""
+    from ..errors import SchemaError
+    from ..formats import get_format
+
+    text = read_schema_arg(value, "--schema")
+    kind = (schema_type or "AVRO").upper()
+    if kind == "PROTOBUF":  # its imports are other subjects' files: the registry resolves them
+        return text
+    try:
+        get_format(kind).parse(text)
+    except ImportError:
+        pass  # the format's extra is missing here: the registry judges the schema alone
+    except SchemaError as exc:
+        raise UsageError(f"--schema is not a valid {kind} schema: {exc}") from None
+    return text
+
+
 def _query(registry: Registry, args: argparse.Namespace) -> int:
     action = args.registry_command
     if action == "register":
-        schema_id = registry.register(args.subject, read_schema_arg(args.schema, "--schema"), args.schema_type)
+        schema_id = registry.register(args.subject, _checked_schema(args.schema, args.schema_type), args.schema_type)
         say(json.dumps({"subject": args.subject, "id": schema_id}))
     elif action == "get":
         found = (
@@ -234,7 +253,7 @@ def _query(registry: Registry, args: argparse.Namespace) -> int:
         )
         say(json.dumps(registered_json(found), indent=2))
     elif action == "check":
-        text = read_schema_arg(args.schema, "--schema")
+        text = _checked_schema(args.schema, args.schema_type)
         result = registry.check_compatibility(args.subject, text, version=args.version, schema_type=args.schema_type)
         say(json.dumps({"is_compatible": result.compatible, "messages": result.reasons}, indent=2))
         return EXIT_OK if result.compatible else EXIT_FAILED
