@@ -622,7 +622,11 @@ def test_protobuf_topics_meet_confluents_serializers_without_a_protocol_option(
     from pulsar_codec.registry.server import serve
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
+        try:  # authlib (confluent-kafka imports it) adds an "always" filter for its warnings on import
+            import authlib.deprecate  # noqa: F401
+        except ImportError:
+            pass
+        warnings.simplefilter("ignore")  # then its warning of its own httpx module is not shown
         ck_sr = pytest.importorskip("confluent_kafka.schema_registry")
         ck_pb = pytest.importorskip("confluent_kafka.schema_registry.protobuf")
         from confluent_kafka.serialization import MessageField, SerializationContext
@@ -655,3 +659,44 @@ def test_protobuf_topics_meet_confluents_serializers_without_a_protocol_option(
         (7, "x", 2.5),
         (8, "y", None),
     ]
+
+
+@pytest.mark.parametrize("encoding", ["INLINE", "SEPARATED"])
+def test_keyvalue_topics_with_a_primitive_key(spark, registered, pulsar_broker, tmp_path, encoding):
+    """PIP-420 lets a KeyValue's key be a Pulsar primitive (no registry id): key_format names it."""
+    from pulsar_codec.pulsar import KeyValue, KeyValueSchema, send_keyvalue
+
+    topic = f"persistent://public/default/kvp-{encoding.lower()}-{uuid.uuid4().hex[:8]}"
+    with LocalRegistry(tmp_path / "schemas.db") as reg:
+        value_id = reg.register(f"{local_name(topic)}-value", json.dumps(V1))
+    client = pulsar.Client(pulsar_broker.url, logger=pulsar.ConsoleLogger(_pulsar.LoggerLevel.Error))
+    producer = client.create_producer(topic, schema=KeyValueSchema(encoding=encoding), batching_enabled=False)
+    for i in range(3):
+        key, value = f"user-{i}".encode(), framed(value_id, V1, {"id": i, "name": f"n{i}"})
+        if encoding == "INLINE":
+            producer.send(KeyValue(key, value))
+        else:
+            send_keyvalue(producer, key, value)
+    producer.close()
+    client.close()
+    df = reader(spark, pulsar_broker, tmp_path / "schemas.db", topics=topic, keyvalue=encoding, key_format="STRING")
+    assert df.schema["key"].dataType.simpleString() == "string"
+    rows = df.collect()
+    assert [(r["key"], r["value"]["id"]) for r in rows] == [(f"user-{i}", i) for i in range(3)]
+    assert all(r["decode_error"] is None for r in rows)
+
+
+def test_a_primitive_key_that_does_not_decode_is_null_beside_its_error():
+    import pyarrow as pa
+
+    from pulsar_codec.integrations.spark.pulsar_source import PrimitiveKey
+
+    assert PrimitiveKey.named("AVRO") is None and PrimitiveKey.named(None) is None
+    key = PrimitiveKey.named("int64")
+    assert key is not None and key.spark_type().simpleString() == "bigint"
+    part = key.part("python")
+    keys, errors = part.decode(pa.array([(7).to_bytes(8, "big"), b"\x01", None], pa.binary()))
+    assert keys.to_pylist() == [7, None, None]
+    found = errors.to_pylist()
+    assert found[0] is None and found[2] is None
+    assert found[1]["code"] == ErrorCode.PRIM_BAD_LENGTH and found[1]["payload"] == b"\x01"

@@ -17,7 +17,7 @@ of the message: splitting it, then its key, then its value.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -67,6 +67,14 @@ def separated_keys(partition_keys: Any, base64: bool) -> tuple[pa.Array, pa.Arra
     return (pa.concat_arrays(keys) if keys else pa.array([], pa.binary())), error_array(n, errors, partition_keys)
 
 
+class PartReader(Protocol):
+    """What decodes one part of the messages (a :class:`PartDecoder`, or a primitive key's)."""
+
+    def decode(self, payloads: Any) -> tuple[pa.Array, pa.Array]:
+        """``(column, errors)`` of a binary column."""
+        ...
+
+
 class PartDecoder:
     """Decodes one binary column (a value, or a KeyValue key) into a struct column and an error column."""
 
@@ -103,7 +111,7 @@ class RowMaker:
         self,
         protocol: wire.Protocol,
         value: PartDecoder | None,
-        key: PartDecoder | None,
+        key: PartReader | None,
         keyvalue: str | None,
         key_encoding: str,
         backend: str,
@@ -141,10 +149,4 @@ class RowMaker:
             errors.append(value_errors)
             out["decode_error"] = errors[0] if len(errors) == 1 else pc.coalesce(*errors)
         out["schema_id"] = prefix_ids(values, self.protocol)
-        if split_errors is not None and split_errors.null_count < len(split_errors):
-            # a message whose KeyValue parts cannot be told apart is bad as a whole: its value
-            # (decoded or raw) is null beside the error, as for any other bad message
-            broken = split_errors.is_valid()
-            for name in ("key", "value"):
-                out[name] = pc.if_else(broken, pa.scalar(None, out[name].type), out[name])
         return out

@@ -46,7 +46,9 @@ Options
 ``keyvalue``, ``key_encoding``, ``key_reader_schema``, ``key_subject``, ``key_format``
     KeyValue topics: ``INLINE`` or ``SEPARATED`` (``key_encoding``: ``base64``, the default, as
     Java writes the partition key, or ``raw``); ``key`` becomes the decoded key struct (newest
-    version of ``key_subject`` or ``<topic>-key``), or the key bytes with ``decode=false``.
+    version of ``key_subject`` or ``<topic>-key``), or the key bytes with ``decode=false``. A key
+    of a Pulsar primitive schema (PIP-420 allows one, with no registry id) is read with
+    ``key_format`` naming it (``STRING``, ``INT64``, ``BYTES``, ...): ``key`` is then that value.
 ``max_records_per_trigger``
     Streaming: at most this many entries per micro-batch, shared among the partitions (a
     producer's batch is one entry; see :func:`.pulsar_offsets.plan_ends`).
@@ -84,10 +86,13 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
 from ... import wire
+from ..._arrow import around_bad_rows
 from ..._kernels import _backend
+from ...errors import PrimitiveDecodeError, SchemaError
 from ...keyvalue import KeyValueEncodingType
 from ...pipeline import MessageDecoder
 from ...pulsar._sdk import check_key_encoding
+from .batches import error_array, row_error
 from .executor import ShippedSchemas, use_backend
 from .pulsar_offsets import (
     EARLIEST,
@@ -118,7 +123,7 @@ from .pulsar_options import (
     topic_pattern,
 )
 from .pulsar_rows import PartDecoder, RowMaker
-from .types import ERROR_TYPE, reader_struct, spark_type
+from .types import ERROR_TYPE, reader_struct, spark_arrow_type, spark_type
 
 __all__ = ["PulsarDataSource", "PulsarPartition", "SourcePlan"]
 
@@ -168,6 +173,59 @@ class ValueReader:
 
 
 @dataclass(frozen=True)
+class PrimitiveKey:
+    """A KeyValue key of a Pulsar primitive schema (``key_format=STRING``, ``INT64``, ...): PIP-420
+    lets a KeyValue's key be one, written in Pulsar's own encoding, with no registry id."""
+
+    schema_type: str
+
+    @classmethod
+    def named(cls, name: str | None) -> PrimitiveKey | None:
+        """The key of ``key_format`` ``name`` when it names a Pulsar primitive type, else None."""
+        if not name:
+            return None
+        from ...primitives import arrow_type
+
+        try:
+            arrow_type(name)
+        except (SchemaError, ValueError, KeyError):
+            return None  # a registry format (AVRO, JSON, PROTOBUF): read through the registry
+        return cls(name.upper())
+
+    def spark_type(self) -> Any:
+        """The Spark type of the decoded key."""
+        from ...primitives import arrow_type
+
+        return spark_type(spark_arrow_type(arrow_type(self.schema_type))[0])
+
+    def part(self, backend: str) -> PrimitiveKeyPart:
+        """This executor's decoder for it."""
+        return PrimitiveKeyPart(self.schema_type)
+
+
+@dataclass(frozen=True)
+class PrimitiveKeyPart:
+    """Decodes a column of primitive keys (Pulsar's encoding); a key that does not decode is null
+    beside an error, as :class:`~.pulsar_rows.PartDecoder` gives them."""
+
+    schema_type: str
+
+    def decode(self, payloads: Any) -> tuple[pa.Array, pa.Array]:
+        """``(keys, errors)`` of a binary column; null payloads give null keys and no error."""
+        from ...primitives import arrow_type, decode_array
+
+        target, convert = spark_arrow_type(arrow_type(self.schema_type))
+
+        def run(lo: int, hi: int) -> pa.Array:
+            decoded = decode_array(self.schema_type, payloads.slice(lo, hi - lo))
+            return decoded if convert is None else convert(decoded)
+
+        pieces, bad = around_bad_rows(len(payloads), run, pa.nulls(1, target), PrimitiveDecodeError)
+        keys = pa.concat_arrays(pieces) if pieces else pa.array([], target)
+        return keys, error_array(len(payloads), [row_error(exc) for exc in bad], payloads)
+
+
+@dataclass(frozen=True)
 class SourcePlan:
     """Everything a read needs, settled on the driver and pickled to the executors.
 
@@ -176,7 +234,7 @@ class SourcePlan:
     service_url, topics, starting, ending, timeout_ms, max_records
         The options (topics in full names; with ``topics_pattern``, those it matched when the
         query was planned).
-    value, key : ValueReader or None
+    value, key : ValueReader or None (key: or PrimitiveKey)
         With ``decode=true``: the value's reader, and a KeyValue topic's key reader.
     keyvalue : {"INLINE", "SEPARATED"} or None
         The KeyValue encoding of the topics (option ``keyvalue``).
@@ -198,7 +256,7 @@ class SourcePlan:
     timeout_ms: int
     max_records: int | None
     value: ValueReader | None
-    key: ValueReader | None
+    key: ValueReader | PrimitiveKey | None
     keyvalue: str | None
     key_encoding: str
     protocol: str
@@ -224,7 +282,9 @@ class SourcePlan:
                 )
             value = ValueReader.resolve(options, config, topics, protocol, "value")
             if kv_encoding is not None:
-                key = ValueReader.resolve(options, config, topics, protocol, "key")
+                key = PrimitiveKey.named(options.get("key_format")) or ValueReader.resolve(
+                    options, config, topics, protocol, "key"
+                )
         starting = OffsetSpec.parse(options.get("starting_offsets"), EARLIEST, "starting_offsets")
         ending = OffsetSpec.parse(options.get("ending_offsets"), LATEST, "ending_offsets")
         starting.check_topics("starting_offsets", topics, pattern)
