@@ -139,8 +139,8 @@ def test_decode_protobuf_subject_local(protobuf_input, capsys):
 
 def test_decode_protobuf_refusals(protobuf_input, capsys):
     tmp_path, *_ = protobuf_input
-    assert _run(tmp_path, tmp_path / "x", "--message", "shop.Nope") == 1
-    assert "shop.Nope" in capsys.readouterr().err
+    assert _run(tmp_path, tmp_path / "x", "--message", "shop.Nope") == 2  # a bad argument, as with Avro below
+    assert "--message shop.Nope: shop.proto defines no message 'shop.Nope'" in capsys.readouterr().err
     assert _run(tmp_path, tmp_path / "x", "--reader-schema", "syntax = 'proto3'; message {") == 2
     assert "not a valid Protobuf schema" in capsys.readouterr().err
     avro = '{"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]}'

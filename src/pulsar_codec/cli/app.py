@@ -149,6 +149,7 @@ def _reader_schema(value: str | None, message: str | None = None) -> Any:
 def cmd_decode(args: argparse.Namespace) -> int:
     """Decode a Parquet column of framed messages into Parquet; returns the exit code."""
     from .. import wire
+    from ..errors import SchemaError
     from .parquet_io import decode_parquet
 
     # no --protocol: Confluent's prefix, with the message-index path when the schemas are Protobuf
@@ -174,6 +175,10 @@ def cmd_decode(args: argparse.Namespace) -> int:
             keep=args.keep,
             **column,
         )
+    except SchemaError as exc:
+        if args.message and f"defines no message {args.message!r}" in str(exc):  # a bad argument, as for Avro
+            raise UsageError(f"--message {args.message}: {exc}") from None
+        raise
     finally:
         registry.close()
     dead_letter = f" -> {args.dead_letter}" if args.dead_letter and stats["errors"] else ""
