@@ -689,7 +689,7 @@ def test_keyvalue_topics_with_a_primitive_key(spark, registered, pulsar_broker, 
 def test_a_primitive_key_that_does_not_decode_is_null_beside_its_error():
     import pyarrow as pa
 
-    from pulsar_codec.integrations.spark.pulsar_source import PrimitiveKey
+    from pulsar_codec.integrations.spark.pulsar_rows import PrimitiveKey
 
     assert PrimitiveKey.named("AVRO") is None and PrimitiveKey.named(None) is None
     key = PrimitiveKey.named("int64")

@@ -86,13 +86,10 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
 from ... import wire
-from ..._arrow import around_bad_rows
 from ..._kernels import _backend
-from ...errors import PrimitiveDecodeError, SchemaError
 from ...keyvalue import KeyValueEncodingType
 from ...pipeline import MessageDecoder
 from ...pulsar._sdk import check_key_encoding
-from .batches import error_array, row_error
 from .executor import ShippedSchemas, use_backend
 from .pulsar_offsets import (
     EARLIEST,
@@ -122,8 +119,8 @@ from .pulsar_options import (
     topic_list,
     topic_pattern,
 )
-from .pulsar_rows import PartDecoder, RowMaker
-from .types import ERROR_TYPE, reader_struct, spark_arrow_type, spark_type
+from .pulsar_rows import PartDecoder, PrimitiveKey, RowMaker
+from .types import ERROR_TYPE, reader_struct, spark_type
 
 __all__ = ["PulsarDataSource", "PulsarPartition", "SourcePlan"]
 
@@ -170,59 +167,6 @@ class ValueReader:
     def part(self, backend: str) -> PartDecoder:
         """This executor process's decoder for it."""
         return PartDecoder(self.decoder, self.cache_key, backend)
-
-
-@dataclass(frozen=True)
-class PrimitiveKey:
-    """A KeyValue key of a Pulsar primitive schema (``key_format=STRING``, ``INT64``, ...): PIP-420
-    lets a KeyValue's key be one, written in Pulsar's own encoding, with no registry id."""
-
-    schema_type: str
-
-    @classmethod
-    def named(cls, name: str | None) -> PrimitiveKey | None:
-        """The key of ``key_format`` ``name`` when it names a Pulsar primitive type, else None."""
-        if not name:
-            return None
-        from ...primitives import arrow_type
-
-        try:
-            arrow_type(name)
-        except (SchemaError, ValueError, KeyError):
-            return None  # a registry format (AVRO, JSON, PROTOBUF): read through the registry
-        return cls(name.upper())
-
-    def spark_type(self) -> Any:
-        """The Spark type of the decoded key."""
-        from ...primitives import arrow_type
-
-        return spark_type(spark_arrow_type(arrow_type(self.schema_type))[0])
-
-    def part(self, backend: str) -> PrimitiveKeyPart:
-        """This executor's decoder for it."""
-        return PrimitiveKeyPart(self.schema_type)
-
-
-@dataclass(frozen=True)
-class PrimitiveKeyPart:
-    """Decodes a column of primitive keys (Pulsar's encoding); a key that does not decode is null
-    beside an error, as :class:`~.pulsar_rows.PartDecoder` gives them."""
-
-    schema_type: str
-
-    def decode(self, payloads: Any) -> tuple[pa.Array, pa.Array]:
-        """``(keys, errors)`` of a binary column; null payloads give null keys and no error."""
-        from ...primitives import arrow_type, decode_array
-
-        target, convert = spark_arrow_type(arrow_type(self.schema_type))
-
-        def run(lo: int, hi: int) -> pa.Array:
-            decoded = decode_array(self.schema_type, payloads.slice(lo, hi - lo))
-            return decoded if convert is None else convert(decoded)
-
-        pieces, bad = around_bad_rows(len(payloads), run, pa.nulls(1, target), PrimitiveDecodeError)
-        keys = pa.concat_arrays(pieces) if pieces else pa.array([], target)
-        return keys, error_array(len(payloads), [row_error(exc) for exc in bad], payloads)
 
 
 @dataclass(frozen=True)
