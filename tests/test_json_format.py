@@ -674,3 +674,51 @@ def test_no_good_row_is_null_in_a_non_null_field(values):
     for name in decoder.non_null_columns:
         column = batch.column(name).to_pylist()
         assert all(column[i] is not None for i in range(len(values)) if i not in bad), name
+
+
+# -- a root object that may be null ------------------------------------------------------------------
+
+_MAYBE_OBJECT = {"properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["a"]}
+_MAYBE_ROOTS = (
+    {**_MAYBE_OBJECT, "type": ["object", "null"]},
+    {"oneOf": [{**_MAYBE_OBJECT, "type": "object"}, {"type": "null"}]},
+)
+_MAYBE_TYPE = pa.struct([pa.field("a", pa.int64(), nullable=False), pa.field("b", pa.string())])
+
+
+@pytest.mark.parametrize("root", _MAYBE_ROOTS, ids=["type-list", "oneOf"])
+def test_a_root_that_admits_null_reads_a_null_payload_as_a_null_row(backend, root):
+    """As Avro's ["null", record] root: one nullable struct column ``value``, JSON null a null
+    row and no error; a payload of another type is still an error row."""
+    payloads = [b'{"a":1,"b":"x"}', b"null", b'{"a":2}', b"[]"]
+    out = pc.decode(wire.frame(payloads, 3), {3: json.dumps(root)}, format="JSON", on_error="null")
+    assert out.batch.schema == pa.schema([pa.field("value", _MAYBE_TYPE)])
+    assert out.batch.column(0).to_pylist() == [{"a": 1, "b": "x"}, None, {"a": 2, "b": None}, None]
+    assert out.errors.select(["index", "code"]).to_pylist() == [{"index": 3, "code": ErrorCode.JSON_WRONG_TYPE}]
+    fmt = get_format("JSON")
+    assert fmt.non_null_fields(fmt.parse(json.dumps(root))) == frozenset()
+    with pytest.raises(JsonDecodeError) as caught:  # a root without null still refuses it
+        pc.decode(wire.frame([b"null"], 3), {3: json.dumps({**_MAYBE_OBJECT, "type": "object"})}, format="JSON")
+    assert (caught.value.code, caught.value.index, caught.value.offset) == (ErrorCode.JSON_WRONG_TYPE, 0, 0)
+
+
+def test_a_root_that_admits_null_keeps_extra_properties_inside_its_value(backend):
+    root = json.dumps(_MAYBE_ROOTS[0])
+    reader = get_format("JSON").parse(root, keep_extra=True)
+    out = pc.decode(wire.frame([b'{"a":1,"z":[2]}', b"null"], 3), {3: root}, format="JSON", reader_schema=reader)
+    assert out.column(0).to_pylist() == [{"a": 1, "b": None, "_extra": '{"z":[2]}'}, None]
+
+
+def test_a_root_that_admits_null_encodes_its_value_column_or_its_properties():
+    """The decoder's one-column form round-trips, null rows as the payload null; the properties'
+    columns, the form of a root that cannot be null, are taken too and write every row as an object."""
+    root = json.dumps(_MAYBE_ROOTS[0])
+    encoder = get_format("JSON").encoder(get_format("JSON").parse(root))
+    value = pa.array([{"a": 1, "b": "x"}, None, {"a": 2, "b": None}], _MAYBE_TYPE)
+    payloads = encoder.encode(pa.table({"value": value}))
+    assert payloads.to_pylist() == [b'{"a":1,"b":"x"}', b"null", b'{"a":2}']
+    back = pc.decode(wire.frame(payloads, 3), {3: root}, format="JSON").column(0)
+    assert back.type == value.type and back.to_pylist() == value.to_pylist()
+    flat = encoder.encode(pa.table({"a": [5, 6], "b": ["y", None]}))
+    assert flat.to_pylist() == [b'{"a":5,"b":"y"}', b'{"a":6}']
+    assert encoder.encode_value(None) == b"null"

@@ -424,6 +424,12 @@ def _members(members: list[_Member], n: int) -> pa.Array:
     return pc.fill_null(joined, _EMPTY)
 
 
+def _branch(shadow: av.Schema) -> av.Schema:
+    """The branch of a ``[null, T]`` shadow union that is not null."""
+    assert isinstance(shadow, av.Union)
+    return next(b for b in shadow.branches if b.type != "null")
+
+
 def _child(arr: pa.StructArray, name: str) -> pa.Array | None:
     index = arr.type.get_field_index(name)
     return None if index < 0 else arr.field(index)
@@ -454,7 +460,9 @@ class JsonEncoder:
         The writer schema: a JSON Schema document or a Pulsar JSON (Avro record) definition.
         For an object schema, columns are matched to properties by name and properties are
         written in schema order (a batch without a column for an optional property leaves it
-        out); for any other schema the batch has one column.
+        out); for any other schema the batch has one column. A root object that admits null takes
+        either: the decoder's one ``value`` column (a null row is written ``null``) or the
+        properties' columns.
 
     Notes
     -----
@@ -489,16 +497,20 @@ class JsonEncoder:
             data = data.combine_chunks()
         n = data.num_rows
         columns = _Columns(self.mapping.extra_column, self.mapping.absent_if_null)
-        is_object = self._program[0] == J_OBJECT
-        if is_object:
-            names = set(data.schema.names)
-            wanted = [name for name, _, _ in self._program[1]]
+        program, shadow = self._program, self._shadow
+        names = set(data.schema.names)
+        if program[0] == J_NULLABLE and program[1][0] == J_OBJECT and names <= self._properties(program[1]):
+            # a root object that may be null, given as its properties' columns (the form a root that
+            # cannot be null takes): every row is an object; the one-column form writes null rows as null
+            program, shadow = program[1], _branch(shadow)
+        if program[0] == J_OBJECT:
+            wanted = [name for name, _, _ in program[1]]
             cols = [_as_array(data.column(c)) for c in wanted if c in names]
-            skip = self._null_rows(cols, n)
+            skip = self._null_rows(program, cols, n)
             live = None if skip is None else pa.array(~skip)
             out = columns.object(
-                self._program,
-                self._shadow,
+                program,
+                shadow,
                 lambda name: _as_array(data.column(name)) if name in names else None,
                 n,
                 self._top,
@@ -516,9 +528,15 @@ class JsonEncoder:
             out = pc.if_else(pa.array(~skip), out, pa.nulls(n, _LS))
         return out.cast(pa.binary())
 
-    def _null_rows(self, cols: list[pa.Array], n: int) -> np.ndarray | None:
+    def _properties(self, program: tuple[Any, ...]) -> set[str]:
+        """The column names an object program takes: its properties and the ``keep_extra`` column."""
+        names = {name for name, _, _ in program[1]}
+        return names | {self.mapping.extra_column} if self.mapping.extra_column else names
+
+    @staticmethod
+    def _null_rows(program: tuple[Any, ...], cols: list[pa.Array], n: int) -> np.ndarray | None:
         """Rows whose property columns are all null, when the object cannot be all null."""
-        fields = self._program[1]
+        fields = program[1]
         if all(child[0] in (J_NULLABLE, J_NULL) for _, child, _ in fields) or not cols:
             return None
         if not all(c.null_count for c in cols):

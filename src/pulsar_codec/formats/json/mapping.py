@@ -480,8 +480,13 @@ class _AvroMapper:
 
 
 def _with_extra(mapping: JsonMapping) -> JsonMapping:
-    """``mapping`` whose root record also keeps the unknown properties (the ``keep_extra`` column)."""
+    """``mapping`` whose root record also keeps the unknown properties (the ``keep_extra`` column);
+    of a root that may be null, the record inside the ``value`` column."""
     root, program = mapping.shadow, mapping.program
+    wrapped = isinstance(root, av.Union) and program[0] == J_NULLABLE
+    if wrapped:
+        assert isinstance(root, av.Union)
+        root, program = root.branches[1], program[1]
     if not isinstance(root, av.Record) or program[0] != J_OBJECT:
         raise SchemaError("keep_extra needs a schema whose root is an object with properties")
     arrow_names = list(mapping.renames.get(id(root), [f.name for f in root.fields]))
@@ -497,7 +502,10 @@ def _with_extra(mapping: JsonMapping) -> JsonMapping:
     absent = dict(mapping.absent_if_null)
     if id(root) in absent:
         absent[id(shadow)] = absent.pop(id(root))
-    return JsonMapping(shadow, (J_OBJECT, program[1], True), renames, column, absent)
+    kept: tuple[av.Schema, tuple[Any, ...]] = (shadow, (J_OBJECT, program[1], True))
+    if wrapped:
+        kept = av.Union([_NULL, kept[0]]), (J_NULLABLE, kept[1])
+    return JsonMapping(*kept, renames, column, absent)
 
 
 def map_model(model: JsonSchemaModel) -> JsonMapping:
@@ -517,7 +525,8 @@ def map_model(model: JsonSchemaModel) -> JsonMapping:
         mapper = _JsonSchemaMapper(model)
         hint = model.name if model.name != "Record" else "Record"
         t = mapper.map(model.document, model.resolver(), hint, 0)
-        shadow, program = (t.shadow, t.program) if isinstance(t.shadow, av.Record) else _placed(t, t.null_ok)
+        flat = isinstance(t.shadow, av.Record) and not t.null_ok
+        shadow, program = (t.shadow, t.program) if flat else _placed(t, t.null_ok)
         mapping = JsonMapping(shadow, program, mapper.renames, absent_if_null=mapper.absent_if_null)
     return _with_extra(mapping) if model.keep_extra else mapping
 
