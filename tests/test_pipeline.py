@@ -108,7 +108,7 @@ def test_cache_is_bounded(backend):
         decoder.decode(framed(i, schemas[i], [{"x": i}]))
     decoder.decode(framed(1, schemas[1], [{"x": 1}]))
     assert registry.calls == [1, 2, 3, 4, 5, 1]  # id 1 was evicted and looked up again
-    assert len(decoder._schemas) == 2
+    assert len(decoder._resolver.writers) == 2
 
 
 def test_decoder_is_thread_safe(backend):
@@ -139,7 +139,7 @@ def test_pickle_round_trip_with_a_mapping(backend):
     first = decoder.decode(messages)
     clone = pickle.loads(pickle.dumps(decoder))
     assert clone.registry == {1: V1, 2: V2} and clone.cache_size == 9 and clone.on_error == "null"
-    assert len(clone._schemas) == 0  # caches never travel
+    assert len(clone._resolver.writers) == 0  # caches never travel
     second = clone.decode(messages)
     assert isinstance(second, Decoded)
     assert second.batch.equals(first.batch) and second.errors.equals(first.errors)

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from .. import wire
 from .._arrow import Chunk, binary_chunks
-from .._cache import LRU
 from .._unframe import inflate_chunks, registry_key, row_keys, single_id, unframe_parts, wide
 from ..errors import ErrorCode, SchemaError, SchemaNotFoundError, error_for, raise_for
 from ..formats import format_of_model, get_format
@@ -36,45 +34,11 @@ from ..formats.base import (
     check_prefixes,
     errors_table,
 )
-from ..registry.lookup import RegistrySource, fetch_schema, portable
-from ._common import DEFAULT_CACHE_SIZE, ParsedSchema, latest_version, lone_subject
+from ..registry.lookup import RegistrySource, portable
+from ._common import DEFAULT_CACHE_SIZE, ParsedSchema
+from ._resolver import Pathed, Resolved, SchemaResolver
 
 __all__ = ["Decoded", "MessageDecoder"]
-
-
-class _Pathed(NamedTuple):
-    """A registry key and the Protobuf message-index path a row gives with it (None: no path, the
-    schema's own message)."""
-
-    key: Any
-    path: tuple[int, ...] | None
-
-
-@dataclass(frozen=True)
-class _Resolved:
-    """The plans of one batch: ``fmt`` (None when nothing defines the columns), one plan per schema
-    id, the ids whose rows are error rows: position -> (code, registry key, reason), and the
-    positions whose writer's values the protocol's serializers write raw (``written_raw``)."""
-
-    fmt: PayloadFormat | None
-    plans: list[DecodePlan]
-    bad: dict[int, tuple[ErrorCode, Any, str]]
-    raw: frozenset[int] = frozenset()
-
-
-class _ReaderPlans:
-    """The plans of one reader: a base plan (reader as writer) and one per writer, sharing columns."""
-
-    def __init__(self, fmt: PayloadFormat, reader: ParsedSchema, size: int) -> None:
-        self.fmt = fmt
-        self.reader = reader
-        self.base = fmt.plan(reader.model, reader.model)
-        self._plans: LRU[str, DecodePlan] = LRU(size)
-
-    def plan(self, writer: ParsedSchema) -> DecodePlan:
-        if writer.key == self.reader.key:
-            return self.base
-        return self._plans.get_or_make(writer.key, lambda: self.fmt.plan(writer.model, self.reader.model, self.base))
 
 
 def _finish(
@@ -92,7 +56,7 @@ def _finish(
 
 
 def _drop_bad_rows(
-    resolved: _Resolved,
+    resolved: Resolved,
     plan_ids: np.ndarray,
     valid: np.ndarray | None,
     first_row: int,
@@ -177,18 +141,6 @@ def _with_paths(keys: list[np.ndarray], paths: list[Any]) -> tuple[list[np.ndarr
         keyed["p"] = remap[path_no] if len(local) else 0
         out.append(keyed)
     return out, distinct
-
-
-def _other_type(writer: ParsedSchema, reader: ParsedSchema) -> str | None:
-    """Why rows of ``writer`` are not of the reader's message type (None when they are, or when the
-    format has one type per schema)."""
-    type_name = getattr(writer.fmt, "type_name", None)
-    if type_name is None:
-        return None
-    got, wanted = type_name(writer.model), type_name(reader.model)
-    if got == wanted:
-        return None
-    return f"message type {got}, the output's is {wanted}"
 
 
 MIN_ROWS_PER_THREAD = 16_384
@@ -352,14 +304,16 @@ class MessageDecoder:
         self.threads = int(threads) or (os.cpu_count() or 1)
         self._pool: ThreadPoolExecutor | None = None  # made on the first batch worth splitting
         self._registry = RegistrySource(registry, create=False)
-        self._schemas: LRU[Any, ParsedSchema] = LRU(self.cache_size)
-        # writer schemas narrowed to one message type, by (registry key, message-index path)
-        self._selected: LRU[tuple[Any, Any], ParsedSchema] = LRU(self.cache_size)
-        self._readers: LRU[tuple[str, str], _ReaderPlans] = LRU(self.cache_size)
-        self._given_readers: LRU[str, ParsedSchema] = LRU(8)
+        self._resolver = SchemaResolver(
+            self._registry,
+            format=self.format,
+            message=message,
+            reader_schema=reader_schema,
+            reader_subject=reader_subject,
+            cache_size=self.cache_size,
+        )
         # decode_value's plan per schema id (a plain dict: one lookup per message; bounded below)
         self._value_plans: dict[Any, tuple[PayloadFormat, DecodePlan, bool]] = {}
-        self._lone_reader: tuple[ParsedSchema | None] | None = None
 
     @property
     def registry(self) -> Any:
@@ -379,204 +333,16 @@ class MessageDecoder:
         return self._writer(schema_id).model
 
     def _writer(self, schema_id: Any) -> ParsedSchema:
-        return self._schemas.get_or_make(schema_id, lambda: self._fetch(schema_id))
+        return self._resolver.writer(schema_id)
 
-    def _fetch(self, schema_id: Any) -> ParsedSchema:
-        fetched = fetch_schema(self._registry.get(), schema_id)
-        kind = fetched.schema_type
-        if kind is not None and self.format is not None and kind != self.format:
-            raise SchemaError(f"schema id {schema_id} is a {kind} schema; this decoder reads {self.format}")
-        fmt = get_format(kind or self.format)
-        references = fetched.references or None
-        resolve = getattr(fmt, "resolve_references", None)
-        if references and resolve is not None:  # formats whose parser needs the referenced texts
-            references = resolve(self._registry.get(), references)
-        model = fmt.parse(fetched.schema, references)
-        return ParsedSchema(fmt, model, fmt.schema_key(model))
-
-    def _given_reader(self, fmt: PayloadFormat) -> ParsedSchema:
-        def parse() -> ParsedSchema:
-            model = self._narrowed(fmt, fmt.parse(self.reader_schema))
-            return ParsedSchema(fmt, model, fmt.schema_key(model))
-
-        return self._given_readers.get_or_make(fmt.name, parse)
-
-    def _reader_plans(self, reader: ParsedSchema) -> _ReaderPlans:
-        return self._readers.get_or_make(
-            (reader.fmt.name, reader.key), lambda: _ReaderPlans(reader.fmt, reader, self.cache_size)
-        )
-
-    def _plans_for(self, keys: Sequence[Any]) -> tuple[PayloadFormat, list[DecodePlan], frozenset[int]]:
-        """The format, one plan per schema id in ``keys`` and the positions of raw writers
-        (:class:`_Resolved`); the first failure raises."""
-        resolved = self._resolve(keys, tolerate=False)
-        if resolved.fmt is None:
-            raise SchemaError("no reader schema: the batch holds no non-null message; pass reader_schema")
-        return resolved.fmt, resolved.plans, resolved.raw
-
-    def _resolve(self, keys: Sequence[Any], tolerate: bool, first: int | None = None) -> _Resolved:
-        """One plan per schema id in ``keys`` (sorted; the last is the newest).
-
-        With ``tolerate``, an id the registry does not know, or whose writer schema the reader
-        cannot read, gets the reader's base plan and an entry in ``bad`` (its rows become error
-        rows); otherwise the SchemaNotFoundError or SchemaError raises. A registry that cannot be
-        reached raises either way: a later retry would succeed, so its rows are not bad data.
-        ``first`` is the position in ``keys`` of the batch's first non-null row, whose message
-        type is the output's when the format has several per schema and ``message`` is not set.
-        """
-        writers: list[ParsedSchema | None] = []
-        bad: dict[int, tuple[ErrorCode, Any, str]] = {}
-        for i, k in enumerate(keys):
-            path = None
-            if isinstance(k, _Pathed):
-                k, path = k
-            key = registry_key(k)
-            try:
-                writers.append(self._selected_writer(key, path))
-            except SchemaNotFoundError:
-                if not tolerate:
-                    raise
-                writers.append(None)
-                bad[i] = (ErrorCode.SCHEMA_NOT_FOUND, key, "")
-            except SchemaError as exc:
-                if not tolerate:
-                    raise
-                writers.append(None)
-                bad[i] = (ErrorCode.SCHEMA_UNRESOLVABLE, key, str(exc))
-        known = [w for w in writers if w is not None]
-        if not tolerate and len({w.fmt.name for w in known}) > 1:
-            raise SchemaError(
-                f"one batch mixes payload formats {sorted({w.fmt.name for w in known})}: decode them separately"
-            )
-        reader = self._known_reader(known[0].fmt if known else None)
-        if reader is None and known:
-            reader = known[-1]
-            type_name = getattr(reader.fmt, "type_name", None)
-            if type_name is not None:  # several types per schema: the newest writer of the output's type
-                wanted = self.message
-                if wanted is None:
-                    lead = writers[first] if first is not None and first < len(writers) else None
-                    wanted = type_name((lead or known[0]).model)
-                same = [w for w in known if type_name(w.model) == wanted]
-                if same:
-                    reader = same[-1]
-                else:  # no row is of the asked type: read as it anyway (SchemaError if no schema has it)
-                    model = self._narrowed(reader.fmt, reader.model)
-                    reader = ParsedSchema(reader.fmt, model, reader.fmt.schema_key(model))
-        if reader is None:
-            reader = self._default_reader()
-        if reader is None:  # no id readable and no reader given: nothing defines the columns
-            return _Resolved(None, [], bad)
-        plans = self._reader_plans(reader)
-        out: list[DecodePlan] = []
-        for i, w in enumerate(writers):
-            if w is None:
-                out.append(plans.base)
-                continue
-            key = registry_key(keys[i].key if isinstance(keys[i], _Pathed) else keys[i])
-            try:
-                if w.fmt.name != reader.fmt.name:
-                    raise SchemaError(f"schema id {key} is a {w.fmt.name} schema; the reader is {reader.fmt.name}")
-                other = _other_type(w, reader)
-                if other is not None:
-                    if not tolerate:
-                        raise SchemaError(f"schema id {key}: {other}")
-                    out.append(plans.base)
-                    bad[i] = (ErrorCode.SCHEMA_OTHER_MESSAGE, key, other)
-                    continue
-                out.append(plans.plan(w))
-            except SchemaError as exc:
-                if not tolerate:
-                    raise
-                out.append(plans.base)
-                bad[i] = (ErrorCode.SCHEMA_UNRESOLVABLE, key, str(exc))
-        raw = frozenset(i for i, w in enumerate(writers) if w is not None and i not in bad and self._written_raw(w))
-        return _Resolved(reader.fmt, out or [plans.base], bad, raw)
-
-    def _written_raw(self, writer: ParsedSchema) -> bool:
-        """Whether this protocol's serializers write ``writer``'s values raw (format ``written_raw``)."""
-        written_raw = getattr(writer.fmt, "written_raw", None)
-        return callable(written_raw) and bool(written_raw(writer.model, self.protocol))
-
-    def _known_reader(self, fmt: PayloadFormat | None) -> ParsedSchema | None:
-        """The reader every batch uses when one is configured: ``reader_schema`` or the latest
-        version of ``reader_subject``."""
-        if self.reader_schema is not None:
-            return self._given_reader(fmt or get_format(self.format))
-        if self.reader_subject is not None:
-            return self._given_readers.get_or_make("subject", lambda: self._subject_reader(self.reader_subject))
-        return None
-
-    def _subject_reader(self, subject: Any) -> ParsedSchema:
-        schema_id, fetched = latest_version(self._registry.get(), subject)
-        fmt = get_format(fetched.schema_type or self.format)
-        references = fetched.references or None
-        resolve = getattr(fmt, "resolve_references", None)
-        if references and resolve is not None:
-            references = resolve(self._registry.get(), references)
-        model = self._narrowed(fmt, fmt.parse(fetched.schema, references))
-        return ParsedSchema(fmt, model, fmt.schema_key(model))
-
-    def _narrowed(self, fmt: PayloadFormat, model: Any) -> Any:
-        """A reader model narrowed to ``message`` (formats of several types per schema)."""
-        select = getattr(fmt, "select", None)
-        if select is None:
-            if self.message is not None:
-                raise SchemaError(f"message={self.message!r} applies to Protobuf schemas; this is a {fmt.name} schema")
-            return model
-        return select(model, name=self.message)
-
-    def _selected_writer(self, key: Any, path: tuple[int, ...] | None) -> ParsedSchema:
-        """The writer schema of ``key`` narrowed to the message type ``path`` names, for formats
-        with several types per schema (:meth:`PayloadFormat.select`); the schema itself otherwise."""
-        writer = self._writer(key)
-        select = getattr(writer.fmt, "select", None)
-        if select is None:
-            if self.message is not None:
-                raise SchemaError(
-                    f"message={self.message!r} applies to Protobuf schemas; schema id {key} is a {writer.fmt.name} schema"
-                )
-            return writer
-
-        def narrow() -> ParsedSchema:
-            model = select(writer.model, path=path)
-            return ParsedSchema(writer.fmt, model, writer.fmt.schema_key(model))
-
-        return self._selected.get_or_make((key, path), narrow)
-
-    def _default_reader(self) -> ParsedSchema | None:
-        """The reader of a batch with no readable message and no configured reader: the registry's
-        only schema (a Mapping of one id) or only subject's latest version; else None (the batch
-        then has no columns)."""
-        if self._lone_reader is None:
-            self._lone_reader = (self._find_lone_reader(),)
-        return self._lone_reader[0]
-
-    def _find_lone_reader(self) -> ParsedSchema | None:
-        registry = self._registry.get()
-        if isinstance(registry, Mapping):
-            if len(registry) != 1:
-                return None
-            try:
-                return self._writer(registry_key(next(iter(registry))))
-            except (SchemaError, SchemaNotFoundError):
-                return None
-        subjects = lone_subject(registry)
-        if subjects is None:
-            return None
-        try:
-            return self._subject_reader(subjects)
-        except (SchemaError, SchemaNotFoundError):
-            return None
+    def _resolve(self, keys: Sequence[Any], tolerate: bool, first: int | None = None) -> Resolved:
+        return self._resolver.resolve(keys, self.protocol, tolerate, first)
 
     @property
     def arrow_schema(self) -> pa.Schema | None:
         """The columns of every batch when ``reader_schema`` was given (None otherwise: each
         batch is then read as its newest writer schema)."""
-        reader = self._known_reader(None)
-        if reader is None:
-            return None
-        return self._reader_plans(reader).base.arrow_schema
+        return self._resolver.arrow_schema()
 
     @property
     def non_null_columns(self) -> frozenset[str]:
@@ -584,11 +350,7 @@ class MessageDecoder:
         schema's top-level fields that admit no null, for formats that tell them
         (``non_null_fields``); empty without a configured reader. The batch's own fields stay
         nullable (an error row is null in every column)."""
-        reader = self._known_reader(None)
-        tell = getattr(reader.fmt, "non_null_fields", None) if reader is not None else None
-        if reader is None or not callable(tell):
-            return frozenset()
-        return frozenset(tell(reader.model))
+        return self._resolver.non_null_columns()
 
     # -- decoding ----------------------------------------------------------------------------
 
@@ -632,7 +394,7 @@ class MessageDecoder:
             return False
         return False
 
-    def _protobuf_prefix(self, resolved: _Resolved) -> bool:
+    def _protobuf_prefix(self, resolved: Resolved) -> bool:
         """Switch a defaulted Confluent prefix to ``CONFLUENT_PROTOBUF`` once the registry says the
         schemas are Protobuf (whose Confluent prefix always holds a message-index path); True when
         it switched, and the batch is then unframed again."""
@@ -653,7 +415,7 @@ class MessageDecoder:
             # the payload format checks every other prefix while it decodes, and skips it
             if self._protobuf_ids(single.ids):
                 return self._decode_chunks(chunks, total)
-            single_keys = single.ids if single.path is None else [_Pathed(k, single.path) for k in single.ids]
+            single_keys = single.ids if single.path is None else [Pathed(k, single.path) for k in single.ids]
             segments = [Segment(c.data, single.skip, c.offsets, c.validity, None, single.prefix) for c in chunks]
             try:
                 try:
@@ -674,7 +436,7 @@ class MessageDecoder:
                 pass  # another id further in: the batch is taken apart message by message below
         return self._decode_general(chunks, total, wire_errors)
 
-    def _all_bad(self, resolved: _Resolved, chunk: Chunk, wire_errors: list[tuple[Any, ...]]) -> np.ndarray | None:
+    def _all_bad(self, resolved: Resolved, chunk: Chunk, wire_errors: list[tuple[Any, ...]]) -> np.ndarray | None:
         """The validity of a chunk of the one-id path whose id the registry cannot read: every
         message an error row (reported in ``wire_errors``)."""
         ones = np.zeros(chunk.length, dtype=np.int32)
@@ -696,9 +458,9 @@ class MessageDecoder:
         first = next((int(np.searchsorted(unique, k[0])) for k in live if len(k)), None)
         unique_keys: list[Any] = list(unique)
         if paths is not None and unique.dtype.names is not None and "p" in unique.dtype.names:
-            unique_keys = [_Pathed(u["k"], paths[int(u["p"])]) for u in unique_keys]
+            unique_keys = [Pathed(u["k"], paths[int(u["p"])]) for u in unique_keys]
         elif paths is not None:  # one path for every row
-            unique_keys = [_Pathed(u, paths[0] if paths else None) for u in unique_keys]
+            unique_keys = [Pathed(u, paths[0] if paths else None) for u in unique_keys]
         if self._protobuf_ids(list(unique)):
             return self._decode_chunks(chunks, total)
         resolved = self._resolve(unique_keys, keep_going, first)
@@ -719,7 +481,7 @@ class MessageDecoder:
         return self._run(resolved, segments, wire_errors, total)
 
     def _run(
-        self, resolved: _Resolved, segments: list[Segment], wire_errors: list[tuple[Any, ...]], total: int
+        self, resolved: Resolved, segments: list[Segment], wire_errors: list[tuple[Any, ...]], total: int
     ) -> pa.RecordBatch | Decoded:
         keep_going = self._keep_going
         if resolved.fmt is None:  # no readable message and no reader known: rows without columns
@@ -837,7 +599,7 @@ class MessageDecoder:
             start = 5
         elif self.protocol.protobuf:
             key, indexes, body = self.protocol.unpack_indexes(payload)
-            key = _Pathed(key, tuple(indexes))
+            key = Pathed(key, tuple(indexes))
             payload, start = body, 0
         else:
             key, body = self.protocol.unpack(payload)  # raises the wire error decode() raises
@@ -857,7 +619,7 @@ class MessageDecoder:
         return fmt.decode_value(plan, payload, start)
 
     def _value_plan(self, key: Any) -> tuple[PayloadFormat, DecodePlan, bool]:
-        fmt, plans, raw = self._plans_for([key])
+        fmt, plans, raw = self._resolver.plans_for([key], self.protocol)
         entry = (fmt, plans[0], bool(raw))
         if len(self._value_plans) >= self.cache_size:
             self._value_plans.clear()  # rare: more schema ids than the cache holds
@@ -867,7 +629,7 @@ class MessageDecoder:
 
     def _per_row_segments(
         self, chunks: list[Chunk], ids: np.ndarray | list[Any], total: int, errors: list[tuple[Any, ...]]
-    ) -> tuple[_Resolved, list[Segment]]:
+    ) -> tuple[Resolved, list[Segment]]:
         if len(ids) != total:
             raise ValueError(f"schema_ids has {len(ids)} entries for {total} payloads")
         valid = np.ones(total, dtype=bool)
