@@ -88,6 +88,12 @@ class DecodeError(PulsarCodecError, ValueError):
         text = re.sub(r"\(message \d+, byte", f"(message {index}, byte", self.args[0], count=1)
         return type(self)(text, code=self.code, index=index, offset=self.offset, detail=self.detail)
 
+    def at_offset(self, offset: int) -> DecodeError:
+        """This error found at byte ``offset`` of its message instead: the same error, its offset
+        and its text's ``(message i, byte o)`` moved (for bytes a caller added before decoding)."""
+        text = re.sub(r"(\(message \d+, byte )\d+", rf"\g<1>{offset}", self.args[0], count=1)
+        return type(self)(text, code=self.code, index=self.index, offset=offset, detail=self.detail)
+
     def __reduce__(self) -> tuple[Any, ...]:  # keep attributes across pickling (Spark ships exceptions)
         return (
             _rebuild,

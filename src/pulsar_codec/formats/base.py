@@ -161,9 +161,12 @@ class PayloadFormat(Protocol):
     Without it every top-level column is nullable.
 
     A format some of whose values a registry's serializers write without the format's own framing
-    (Avro: Confluent's top-level ``bytes``, raw) has ``written_raw(model, protocol)``, saying when,
-    ``with_lengths(segment, rows)`` and ``lengthed(body)``, which give such rows the format's form
-    before decoding, and ``raw_encoder(model)``, which writes them so.
+    (Avro: Confluent's top-level ``bytes``, Hortonworks' ``bytes`` and ``string``, raw) has
+    ``raw_heads(model, protocol)``, the protocol bytes (a message's first byte) under which they
+    are raw, and ``written_raw(model, protocol)``, whether the messages this package frames (and
+    payloads without a prefix) are; ``with_lengths(segment, rows)`` and ``lengthed(body)``, which
+    give such rows the format's form before decoding; and ``raw_encoder(model)``, which writes
+    them so.
 
     A format whose :meth:`decode` checks the ``prefix`` of framed segments itself, while it reads
     the rows (raising :class:`PrefixMismatch`), says so with ``checks_prefixes = True``; for any

@@ -9,7 +9,7 @@ module knows the registry, the caches and the reader rules, the decoder the rows
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -37,13 +37,16 @@ class Pathed(NamedTuple):
 @dataclass(frozen=True)
 class Resolved:
     """The plans of one batch: ``fmt`` (None when nothing defines the columns), one plan per schema
-    id, the ids whose rows are error rows: position -> (code, registry key, reason), and the
-    positions whose writer's values the protocol's serializers write raw (``written_raw``)."""
+    id, the ids whose rows are error rows: position -> (code, registry key, reason), and for the
+    writers whose values the protocol's serializers may write raw: position -> the protocol bytes
+    under which they do (``raw_heads``), and the positions whose payloads given without a prefix
+    are raw (``written_raw``)."""
 
     fmt: PayloadFormat | None
     plans: list[DecodePlan]
     bad: dict[int, tuple[ErrorCode, Any, str]]
-    raw: frozenset[int] = frozenset()
+    raw_heads: Mapping[int, frozenset[int]] = field(default_factory=dict)
+    raw_unframed: frozenset[int] = frozenset()
 
 
 class ReaderPlans:
@@ -146,15 +149,13 @@ class SchemaResolver:
             (reader.fmt.name, reader.key), lambda: ReaderPlans(reader.fmt, reader, self.cache_size)
         )
 
-    def plans_for(
-        self, keys: Sequence[Any], protocol: wire.Protocol
-    ) -> tuple[PayloadFormat, list[DecodePlan], frozenset[int]]:
-        """The format, one plan per schema id in ``keys`` and the positions of raw writers
-        (:class:`Resolved`); the first failure raises."""
+    def plans_for(self, keys: Sequence[Any], protocol: wire.Protocol) -> Resolved:
+        """The format and one plan per schema id in ``keys`` (:class:`Resolved`, with a format and
+        no bad id): the first failure raises."""
         resolved = self.resolve(keys, protocol, tolerate=False)
         if resolved.fmt is None:
             raise SchemaError("no reader schema: the batch holds no non-null message; pass reader_schema")
-        return resolved.fmt, resolved.plans, resolved.raw
+        return resolved
 
     def resolve(
         self, keys: Sequence[Any], protocol: wire.Protocol, tolerate: bool, first: int | None = None
@@ -235,16 +236,15 @@ class SchemaResolver:
                     raise
                 out.append(plans.base)
                 bad[i] = (ErrorCode.SCHEMA_UNRESOLVABLE, key, str(exc))
-        raw = frozenset(
-            i for i, w in enumerate(writers) if w is not None and i not in bad and self._written_raw(w, protocol)
-        )
-        return Resolved(reader.fmt, out or [plans.base], bad, raw)
-
-    @staticmethod
-    def _written_raw(writer: ParsedSchema, protocol: wire.Protocol) -> bool:
-        """Whether this protocol's serializers write ``writer``'s values raw (format ``written_raw``)."""
-        written_raw = getattr(writer.fmt, "written_raw", None)
-        return callable(written_raw) and bool(written_raw(writer.model, protocol))
+        heads: dict[int, frozenset[int]] = {}
+        unframed: set[int] = set()
+        for i, w in enumerate(writers):
+            raw_heads = getattr(w.fmt, "raw_heads", None) if w is not None and i not in bad else None
+            if w is not None and callable(raw_heads) and raw_heads(w.model, protocol):
+                heads[i] = frozenset(raw_heads(w.model, protocol))
+                if w.fmt.written_raw(w.model, protocol):  # type: ignore[attr-defined]
+                    unframed.add(i)
+        return Resolved(reader.fmt, out or [plans.base], bad, heads, frozenset(unframed))
 
     def known_reader(self, fmt: PayloadFormat | None) -> ParsedSchema | None:
         """The reader every batch uses when one is configured: ``reader_schema`` or the latest

@@ -21,7 +21,7 @@ import pyarrow as pa
 from .. import wire
 from .._arrow import Chunk, binary_chunks
 from .._unframe import inflate_chunks, registry_key, row_keys, single_id, unframe_parts, wide
-from ..errors import ErrorCode, SchemaError, SchemaNotFoundError, error_for, raise_for
+from ..errors import DecodeError, ErrorCode, SchemaError, SchemaNotFoundError, error_for, raise_for
 from ..formats import format_of_model, get_format
 from ..formats.base import (
     Decoded,
@@ -141,6 +141,54 @@ def _with_paths(keys: list[np.ndarray], paths: list[Any]) -> tuple[list[np.ndarr
         keyed["p"] = remap[path_no] if len(local) else 0
         out.append(keyed)
     return out, distinct
+
+
+def _heads(chunk: Chunk) -> np.ndarray:
+    """The first byte of each message of ``chunk``, its protocol byte (0 for an empty or null one)."""
+    offsets = wide(chunk).offsets
+    starts, ends = offsets[:-1], offsets[1:]
+    present = ends > starts
+    out = np.zeros(len(starts), dtype=np.uint8)
+    out[present] = np.frombuffer(chunk.data, dtype=np.uint8)[starts[present]]
+    return out
+
+
+def _lengthed(
+    fmt: PayloadFormat, segments: list[Segment], resolved: Resolved, heads: list[np.ndarray] | None
+) -> tuple[list[Segment], np.ndarray]:
+    """``segments`` with the rows a raw writer wrote raw in the format's own form (framed rows by
+    their protocol byte in ``heads``, payloads without a prefix as ``written_raw`` says), and per
+    row of the batch the bytes that put before its payload."""
+    out: list[Segment] = []
+    added: list[np.ndarray] = []
+    for k, seg in enumerate(segments):
+        n = len(seg.ends) - (1 if isinstance(seg.starts, (int, np.integer)) else 0)
+        plan_ids = np.zeros(n, dtype=np.int32) if seg.plan_ids is None else seg.plan_ids
+        if heads is None:
+            rows = np.isin(plan_ids, list(resolved.raw_unframed))
+        else:
+            rows = np.zeros(n, dtype=bool)
+            for position, under in resolved.raw_heads.items():
+                rows |= (plan_ids == position) & np.isin(heads[k], list(under))
+        if not rows.any():
+            out.append(seg)
+            added.append(np.zeros(n, dtype=np.int64))
+            continue
+        check_prefixes([seg])  # the copy drops the prefix the kernel would check as it reads
+        starts, ends = seg.bounds()
+        lengthed: Segment = fmt.with_lengths(seg, rows)  # type: ignore[attr-defined]
+        new_starts, new_ends = lengthed.bounds()
+        out.append(lengthed)
+        added.append(np.where(rows, (new_ends - new_starts) - (ends - starts), 0))
+    return out, np.concatenate(added) if added else np.zeros(0, dtype=np.int64)
+
+
+def _unshifted(errors: list[Any], added: np.ndarray | None) -> list[Any]:
+    """``errors`` (code, index, offset, detail) with offsets in the payloads as written, not in
+    their lengthed copies (``added``: the bytes put before each row's payload)."""
+    if added is None or not added.any():
+        return errors
+    return [(code, index, max(offset - int(added[index]), 0), detail) for code, index, offset, detail in errors]
 
 
 MIN_ROWS_PER_THREAD = 16_384
@@ -313,7 +361,7 @@ class MessageDecoder:
             cache_size=self.cache_size,
         )
         # decode_value's plan per schema id (a plain dict: one lookup per message; bounded below)
-        self._value_plans: dict[Any, tuple[PayloadFormat, DecodePlan, bool]] = {}
+        self._value_plans: dict[Any, tuple[PayloadFormat, DecodePlan, frozenset[int], bool]] = {}
 
     @property
     def registry(self) -> Any:
@@ -431,7 +479,8 @@ class MessageDecoder:
                         seg._replace(validity=self._all_bad(resolved, c, wire_errors))
                         for seg, c in zip(segments, chunks)
                     ]
-                return self._run(resolved, segments, wire_errors, total)
+                heads = [_heads(c) for c in chunks] if resolved.raw_heads else None
+                return self._run(resolved, segments, wire_errors, total, heads)
             except PrefixMismatch:
                 pass  # another id further in: the batch is taken apart message by message below
         return self._decode_general(chunks, total, wire_errors)
@@ -478,17 +527,26 @@ class MessageDecoder:
                 if len(resolved.plans) == 1:
                     plan_ids = None
             segments.append(Segment(chunk.data, starts, wide(chunk).offsets[1:], valid, plan_ids))
-        return self._run(resolved, segments, wire_errors, total)
+        heads = [_heads(c) for c in chunks] if resolved.raw_heads else None
+        return self._run(resolved, segments, wire_errors, total, heads)
 
     def _run(
-        self, resolved: Resolved, segments: list[Segment], wire_errors: list[tuple[Any, ...]], total: int
+        self,
+        resolved: Resolved,
+        segments: list[Segment],
+        wire_errors: list[tuple[Any, ...]],
+        total: int,
+        heads: list[np.ndarray] | None = None,
     ) -> pa.RecordBatch | Decoded:
+        """Decode ``segments`` with the plans of ``resolved``; ``heads``: the first byte of each
+        framed message per segment (None: payloads without a prefix), which says the raw rows."""
         keep_going = self._keep_going
         if resolved.fmt is None:  # no readable message and no reader known: rows without columns
             return _finish(_no_columns(total), [], wire_errors, keep_going, total)
         fmt, plans = resolved.fmt, resolved.plans
-        if resolved.raw:
-            segments = [self._lengthed(fmt, seg, resolved.raw) for seg in segments]
+        added = None
+        if resolved.raw_heads:
+            segments, added = _lengthed(fmt, segments, resolved, heads)
 
         def decode(part: list[Segment]) -> tuple[pa.RecordBatch, list[RowError]]:
             if not getattr(fmt, "checks_prefixes", False):
@@ -498,7 +556,7 @@ class MessageDecoder:
         parts = _split_rows(segments, total, self.threads)
         if len(parts) == 1:
             batch, errors = decode(segments)
-            return _finish(batch, errors, wire_errors, keep_going, total)
+            return _finish(batch, _unshifted(errors, added), wire_errors, keep_going, total)
         pool = self._workers(total)
         assert pool is not None
         results = list(pool.map(lambda part: decode(part[1]), parts))
@@ -508,17 +566,10 @@ class MessageDecoder:
             if part_errors and not keep_going:
                 break  # the first bad row of the earliest part with one is the one a single pass meets
         batches = [batch for batch, _ in results]
+        errors = _unshifted(errors, added)
         if not keep_going and errors:
             return _finish(batches[0], errors, wire_errors, keep_going, total)
         return _finish(_concat(batches, pool), errors, wire_errors, keep_going, total)
-
-    @staticmethod
-    def _lengthed(fmt: PayloadFormat, seg: Segment, raw: frozenset[int]) -> Segment:
-        """``seg`` with its rows of raw writers (positions ``raw``) in the format's own form."""
-        check_prefixes([seg])  # the copy drops the prefix the kernel would check as it reads
-        rows = len(seg.ends) - (1 if isinstance(seg.starts, (int, np.integer)) else 0)
-        plan_ids = np.zeros(rows, dtype=np.int32) if seg.plan_ids is None else seg.plan_ids
-        return fmt.with_lengths(seg, np.isin(plan_ids, list(raw)))  # type: ignore[attr-defined, no-any-return]
 
     def _workers(self, total: int) -> ThreadPoolExecutor | None:
         """This decoder's threads when a batch of ``total`` rows is split among them, else None.
@@ -564,7 +615,7 @@ class MessageDecoder:
             resolved, segments = self._per_row_segments(chunks, _per_row_ids(schema_ids), total, errors)
         return self._run(resolved, segments, errors, total)
 
-    def decode_value(self, payload: Any, schema_id: Any = None) -> Any:
+    def decode_value(self, payload: Any, schema_id: Any = None, *, protocol_byte: int | None = None) -> Any:
         """The Python value of one message, by the same plans and kernel as :meth:`decode`.
 
         Parameters
@@ -574,6 +625,10 @@ class MessageDecoder:
             :meth:`decode_payloads`).
         schema_id : id, optional
             The payload's schema id when it comes separately (PIP-420 metadata, a header).
+        protocol_byte : int, optional
+            With ``schema_id``: the first byte of the framed message ``payload`` was cut from,
+            when known (a Hortonworks protocol byte), which says whether a top-level Avro
+            ``bytes`` / ``string`` was written raw; default: as this package frames them.
 
         Returns
         -------
@@ -611,16 +666,24 @@ class MessageDecoder:
                 self.protocol = wire.CONFLUENT_PROTOBUF  # its Confluent prefix holds a message-index path
                 self._value_plans.clear()
                 return self.decode_value(payload if schema_id is not None else original, schema_id)
-        fmt, plan, raw = found
-        if raw:  # written without its Avro length (format written_raw): given one to read it
-            payload, start = fmt.lengthed(bytes(payload[start:])), 0  # type: ignore[attr-defined]
+        fmt, plan, raw_heads, raw_unframed = found
+        head = original[0] if schema_id is None else protocol_byte
+        if raw_unframed if head is None else head in raw_heads:
+            # written without its Avro length (format raw_heads): given one to read it
+            written = bytes(payload[start:])
+            lengthed: bytes = fmt.lengthed(written)  # type: ignore[attr-defined]
+            try:
+                return fmt.decode_value(plan, lengthed, 0)
+            except DecodeError as exc:  # an offset in the body as written, not in the lengthed copy
+                raise exc.at_offset(max(exc.offset - (len(lengthed) - len(written)), 0)) from None
         if type(payload) is not bytes:
             payload = memoryview(payload).cast("B")
         return fmt.decode_value(plan, payload, start)
 
-    def _value_plan(self, key: Any) -> tuple[PayloadFormat, DecodePlan, bool]:
-        fmt, plans, raw = self._resolver.plans_for([key], self.protocol)
-        entry = (fmt, plans[0], bool(raw))
+    def _value_plan(self, key: Any) -> tuple[PayloadFormat, DecodePlan, frozenset[int], bool]:
+        resolved = self._resolver.plans_for([key], self.protocol)
+        assert resolved.fmt is not None
+        entry = (resolved.fmt, resolved.plans[0], resolved.raw_heads.get(0, frozenset()), 0 in resolved.raw_unframed)
         if len(self._value_plans) >= self.cache_size:
             self._value_plans.clear()  # rare: more schema ids than the cache holds
         if self.cache_size:

@@ -148,9 +148,14 @@ class AvroFormat:
         """An :class:`~pulsar_codec.formats.avro.Encoder` for ``model``."""
         return Encoder(model)
 
+    def raw_heads(self, model: Schema, protocol: Any) -> frozenset[int]:
+        """The protocol bytes (first bytes of a message) under which ``protocol``'s serializers
+        write a value of ``model`` raw, without its Avro length (see :mod:`.raw`)."""
+        return raw.raw_heads(model, protocol)
+
     def written_raw(self, model: Schema, protocol: Any) -> bool:
-        """Whether ``protocol``'s serializers write a value of ``model`` raw, without its Avro
-        length (Confluent's, for a top-level ``bytes``: see :mod:`.raw`)."""
+        """Whether the messages this package frames with ``protocol`` carry ``model``'s values raw
+        (Confluent's top-level ``bytes``; Hortonworks' ``bytes`` and ``string``: see :mod:`.raw`)."""
         return raw.written_raw(model, protocol)
 
     def with_lengths(self, segment: Segment, rows: Any) -> Segment:
@@ -161,9 +166,9 @@ class AvroFormat:
         """One raw body as Avro binary (see :mod:`.raw`)."""
         return raw.lengthed(body)
 
-    def raw_encoder(self, model: Schema) -> raw.RawBytesEncoder:
+    def raw_encoder(self, model: Schema) -> raw.RawEncoder:
         """An encoder writing ``model``'s values raw (see :mod:`.raw`)."""
-        return raw.RawBytesEncoder(Encoder(model))
+        return raw.RawEncoder(Encoder(model))
 
     def model_from_arrow(
         self, schema: pa.Schema, name: str = "Record", nulls: Mapping[str, bool] | None = None

@@ -1,12 +1,16 @@
-"""Top-level Avro ``bytes`` values as Confluent's serializers write them: raw, without an Avro length.
+"""Top-level Avro ``bytes`` and ``string`` values as registries' serializers write them: raw,
+without an Avro length.
 
 Confluent's Avro serializers (Java's ``KafkaAvroSerializer``, confluent-kafka's ``AvroSerializer``)
 special-case a value whose schema is the primitive ``bytes``: the bytes follow the wire prefix as
 they are (``spec/wire-formats.md`` section 4.1), and their deserializers read them back the same
-way. The Avro kernels read Avro binary, where ``bytes`` is a zigzag length and the bytes; rather
-than a second kernel, the decoder gives such rows that length (:func:`with_lengths`) and the
-encoder leaves it out (:class:`RawBytesEncoder`). Other registries' serializers (Apicurio, AWS
-Glue) write every value as Avro binary.
+way. Hortonworks' serializers (section 5.2) write a ``bytes`` value raw under every Avro protocol
+(0-3), and a ``string`` as its raw UTF-8 under protocols 1-3; protocol 0, their Confluent-compatible
+handler, writes a string as Avro. So whether a message's value is raw depends on its protocol
+byte, the first byte of the message (:func:`raw_heads`). The Avro kernels read Avro binary, where
+both types are a zigzag length and the bytes; rather than a second kernel, the decoder gives such
+rows that length (:func:`with_lengths`) and the encoder leaves it out (:class:`RawEncoder`). Other
+registries' serializers (Apicurio, AWS Glue) write every value as Avro binary.
 """
 
 from __future__ import annotations
@@ -21,17 +25,32 @@ from ... import wire
 from ..base import Segment
 from .schema import Primitive, Schema
 
-__all__ = ["RawBytesEncoder", "lengthed", "with_lengths", "written_raw"]
+__all__ = ["RawEncoder", "lengthed", "raw_heads", "with_lengths", "written_raw"]
 
 _MAX_VARINT = 10  # bytes of a 64-bit varint
+_ALL_HORTONWORKS_AVRO = frozenset({0, 1, 2, 3})
+
+
+def raw_heads(model: Schema, protocol: Any) -> frozenset[int]:
+    """The first bytes of the messages (``protocol``'s protocol bytes) under which its serializers
+    write a value of the top-level schema ``model`` raw; empty when they always write Avro binary."""
+    if not isinstance(model, Primitive) or model.logical is not None:
+        return frozenset()
+    if protocol is wire.CONFLUENT and model.type == "bytes":
+        return frozenset({0})
+    if protocol is wire.HORTONWORKS and model.type == "bytes":
+        return _ALL_HORTONWORKS_AVRO
+    if protocol is wire.HORTONWORKS and model.type == "string":
+        return _ALL_HORTONWORKS_AVRO - {0}
+    return frozenset()
 
 
 def written_raw(model: Schema, protocol: Any) -> bool:
-    """Whether the serializers of ``protocol`` write a value of the top-level schema ``model`` raw:
-    Confluent's (``00`` + id) for the primitive ``bytes``."""
-    return (
-        protocol is wire.CONFLUENT and isinstance(model, Primitive) and model.type == "bytes" and model.logical is None
-    )
+    """Whether the messages this package frames with ``protocol`` carry ``model``'s values raw, as
+    the registry's serializers would write them: Confluent's ``00``; Hortonworks' protocol 3 (and
+    its protocol-2 frame above 2^31-1, raw alike). Payloads without their prefix are read so too."""
+    written = 0 if protocol is wire.CONFLUENT else 3
+    return written in raw_heads(model, protocol)
 
 
 def _varint_sizes(values: np.ndarray) -> np.ndarray:
@@ -93,22 +112,24 @@ def with_lengths(seg: Segment, rows: np.ndarray) -> Segment:
     return Segment(pa.py_buffer(out), new_starts, new_ends, seg.validity, seg.plan_ids, None)
 
 
-class RawBytesEncoder:
-    """Writes a top-level ``bytes`` value raw (see the module notes), checked by the Avro encoder."""
+class RawEncoder:
+    """Writes a top-level ``bytes`` or ``string`` value raw (see the module notes), checked by the
+    Avro encoder."""
 
     def __init__(self, avro: Any) -> None:
         self.avro = avro
 
     def encode(self, data: Any) -> pa.Array:
-        """The bytes of each row's one column as they are (a null row stays null)."""
+        """The bytes (a string's UTF-8) of each row's one column as they are (a null row stays null)."""
         written = self.avro.encode(data)  # the Avro encoder's checks and null handling
         column = data.column(0)
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks()
-        raw = column.cast(pa.large_binary() if pa.types.is_large_binary(column.type) else pa.binary())
+        large = pa.types.is_large_binary(column.type) or pa.types.is_large_string(column.type)
+        raw = column.cast(pa.large_binary() if large else pa.binary())
         return pc.if_else(written.is_null(), pa.scalar(None, raw.type), raw)
 
     def encode_value(self, value: Any) -> bytes:
-        """The value's bytes as they are."""
-        self.avro.encode_value(value)  # refuses what is not bytes, as for any Avro bytes value
-        return bytes(value)
+        """The value's bytes (a string's UTF-8) as they are."""
+        self.avro.encode_value(value)  # refuses what the schema cannot hold, as for any Avro value
+        return value.encode("utf-8") if isinstance(value, str) else bytes(value)

@@ -18,6 +18,7 @@ from ... import wire
 from ...errors import DecodeError, EncodeError, ErrorCode, SchemaNotFoundError, error_for
 from ...formats import get_format
 from ...formats.avro.encoder import Encoder
+from ...formats.avro.raw import raw_heads, written_raw
 from ...formats.avro.schema import Named, Primitive, Schema, parse
 from ...formats.base import Decoded, check_on_error, errors_table
 from ...pipeline import MessageDecoder, MessageEncoder
@@ -32,13 +33,13 @@ _RAW_FRAMINGS = (wire.CONFLUENT, wire.HORTONWORKS)  # whose serializers write to
 
 
 def _raw_primitive(node: Schema, protocol: wire.Protocol, protocol_byte: int) -> str | None:
-    """``"bytes"`` / ``"string"`` when the registry's serializer writes this top-level schema raw:
-    Confluent's ``bytes``, Hortonworks' ``bytes`` and ``string`` (protocols 1-3, not 0)."""
-    if not isinstance(node, Primitive) or node.logical is not None:
-        return None
-    if protocol is wire.CONFLUENT and node.type == "bytes":
-        return "bytes"
-    if protocol is wire.HORTONWORKS and protocol_byte != 0 and node.type in ("bytes", "string"):
+    """``"bytes"`` / ``"string"`` when the registry's serializer writes this top-level schema raw
+    under ``protocol_byte`` (Confluent's ``bytes``; Hortonworks' ``bytes``, and its ``string``
+    under protocols 1-3: :func:`~pulsar_codec.formats.avro.raw.raw_heads`). ``-1``: a message
+    this package writes, or a body without its prefix (:func:`~pulsar_codec.formats.avro.raw.written_raw`)."""
+    raw = written_raw(node, protocol) if protocol_byte < 0 else protocol_byte in raw_heads(node, protocol)
+    if raw:
+        assert isinstance(node, Primitive)
         return node.type
     return None
 
@@ -196,7 +197,7 @@ class AvroExternalSchema(RegistrySchema):
             From the first registration or lookup (see :meth:`writer`).
         """
         schema_id, writer = self.writer(topic)
-        raw = _raw_primitive(writer, self.protocol, 3)
+        raw = _raw_primitive(writer, self.protocol, -1)
         if raw == "bytes":
             if not isinstance(value, (bytes, bytearray, memoryview)):
                 raise EncodeError(f"expected bytes for an Avro bytes schema, got {type(value).__name__}")
@@ -241,7 +242,7 @@ class AvroExternalSchema(RegistrySchema):
         raw = _raw_primitive(writer, self.protocol, protocol_byte)
         if raw is not None:
             return self._raw_value(raw, bytes(body), sid, writer)
-        return decoder.decode_value(body, sid)
+        return decoder.decode_value(body, sid, protocol_byte=protocol_byte if protocol_byte >= 0 else None)
 
     def _raw_value(self, raw: str, body: bytes, schema_id: int, writer: Schema) -> Any:
         value: Any = body
