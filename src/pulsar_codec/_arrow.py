@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -196,18 +196,22 @@ def walk_bad_rows(n: int, attempt: Callable[[int, int], int | None], window: int
             lo, size = lo + bad + 1, window
 
 
+_Piece = TypeVar("_Piece")
+_Error = TypeVar("_Error", bound=DecodeError)
+
+
 def around_bad_rows(
-    n: int, run: Callable[[int, int], Any], null_row: Any, catch: type[DecodeError] = DecodeError
-) -> tuple[list[Any], list[DecodeError]]:
+    n: int, run: Callable[[int, int], _Piece], null_row: _Piece, catch: type[_Error]
+) -> tuple[list[_Piece], list[_Error]]:
     """Every row of ``[0, n)`` through ``run``, bad rows stepped around instead of failing the batch.
 
-    ``run(lo, hi)`` gives the piece of rows ``[lo, hi)`` or raises ``catch`` for the first bad row
+    ``run(lo, hi)`` gives the piece of rows ``[lo, hi)`` or raises ``catch`` (a DecodeError class) for the first bad row
     among them (its ``index`` counted in the slice), as the bulk functions do. Returns the pieces
     in row order, ``null_row`` standing for each bad row, and one error per bad row, counted from
     row 0 (:meth:`DecodeError.moved`).
     """
-    pieces: list[Any] = []
-    errors: list[DecodeError] = []
+    pieces: list[_Piece] = []
+    errors: list[_Error] = []
 
     def attempt(lo: int, hi: int) -> int | None:
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Self
 
 from ._kernels import defs
 
@@ -81,14 +81,14 @@ class DecodeError(PulsarCodecError, ValueError):
         self.offset = offset
         self.detail = detail
 
-    def moved(self, base: int) -> DecodeError:
+    def moved(self, base: int) -> Self:
         """This error of a slice whose first row is row ``base`` of the whole batch: the same
         error, its index and its text's ``(message i, byte o)`` counted from the batch."""
         index = self.index + base
         text = re.sub(r"\(message \d+, byte", f"(message {index}, byte", self.args[0], count=1)
         return type(self)(text, code=self.code, index=index, offset=self.offset, detail=self.detail)
 
-    def at_offset(self, offset: int) -> DecodeError:
+    def at_offset(self, offset: int) -> Self:
         """This error found at byte ``offset`` of its message instead: the same error, its offset
         and its text's ``(message i, byte o)`` moved (for bytes a caller added before decoding)."""
         text = re.sub(r"(\(message \d+, byte )\d+", rf"\g<1>{offset}", self.args[0], count=1)

@@ -335,7 +335,7 @@ def split_inline_rows(payloads: Any, *, convention: str = JAVA) -> tuple[pa.Arra
         null_row,
         KeyValueFormatError,
     )
-    return _joined([k for k, _ in pieces]), _joined([v for _, v in pieces]), errors  # type: ignore[return-value]
+    return _joined([k for k, _ in pieces]), _joined([v for _, v in pieces]), errors
 
 
 def _joined(parts: list[pa.Array]) -> pa.Array:

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from ... import keyvalue, wire
 from ..._arrow import around_bad_rows
-from ...errors import KeyValueFormatError, PrimitiveDecodeError, SchemaError
+from ...errors import DecodeError, KeyValueFormatError, PrimitiveDecodeError, SchemaError
 from ...pipeline import MessageDecoder
 from .batches import error_array, row_error
 from .decode import DecodeJob
@@ -48,7 +48,7 @@ def prefix_ids(payloads: Any, protocol: wire.Protocol) -> pa.Array:
         found: pa.Array = ids.field("version_id") if pa.types.is_struct(ids.type) else ids
         return found.cast(pa.int64())
 
-    parts, _ = around_bad_rows(n, ids_of, pa.nulls(1, pa.int64()))  # a bad prefix: no id
+    parts, _ = around_bad_rows(n, ids_of, pa.nulls(1, pa.int64()), DecodeError)  # a bad prefix: no id
     return pa.concat_arrays(parts) if parts else pa.array([], pa.int64())
 
 
