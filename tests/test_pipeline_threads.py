@@ -100,3 +100,22 @@ def test_threads_argument():
     with pytest.raises(ValueError, match="threads"):
         MessageDecoder(REGISTRY, threads=-1)
     assert MessageDecoder(REGISTRY, threads=0).threads >= 1
+
+
+def test_the_threads_decode_with_the_callers_backend(backend, monkeypatch):
+    """A backend chosen for this thread (``_backend.use``, as the twin tests do) is the one the
+    decoder's threads run: a split batch never tests the other twin."""
+    from pulsar_codec._kernels import _backend
+    from pulsar_codec.formats import get_format
+
+    avro = get_format("AVRO")
+    seen: list[str] = []
+    original = avro.decode
+
+    def recording(*args, **kwargs):
+        seen.append(_backend.active().name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(avro, "decode", recording)
+    MessageDecoder(REGISTRY, on_error="null", threads=3).decode(pa.array(_corpus(None, True, False), pa.binary()))
+    assert len(seen) == 3 and set(seen) == {backend.name}

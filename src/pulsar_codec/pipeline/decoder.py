@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from .. import wire
 from .._arrow import Chunk, binary_chunks
+from .._kernels import _backend
 from .._unframe import inflate_chunks, registry_key, row_keys, single_id, unframe_parts, wide
 from ..errors import DecodeError, ErrorCode, SchemaError, SchemaNotFoundError, error_for, raise_for
 from ..formats import format_of_model, get_format
@@ -559,7 +560,13 @@ class MessageDecoder:
             return _finish(batch, _unshifted(errors, added), wire_errors, keep_going, total)
         pool = self._workers(total)
         assert pool is not None
-        results = list(pool.map(lambda part: decode(part[1]), parts))
+        backend = _backend.active().name  # the caller's (a test's ``_backend.use``): a per-thread choice
+
+        def decode_on_worker(part: list[Segment]) -> tuple[pa.RecordBatch, list[RowError]]:
+            with _backend.use(backend):
+                return decode(part)
+
+        results = list(pool.map(lambda part: decode_on_worker(part[1]), parts))
         errors = []
         for (first, _), (_, part_errors) in zip(parts, results):
             errors += [(code, first + index, offset, detail) for code, index, offset, detail in part_errors]
