@@ -398,6 +398,11 @@ def test_charsets():
         pt.encode("STRING", "\u20ac", properties={"__charset": "US-ASCII"})
     with pytest.raises(SchemaError):
         pt.decode("STRING", b"x", properties={"__charset": "klingon"})
+    for codec in ("rot13", "hex", "base64"):  # Python codecs, but bytes-to-bytes ones: no charsets
+        with pytest.raises(SchemaError, match="unknown charset"):
+            pt.decode("STRING", b"abc", properties={"__charset": codec})
+        with pytest.raises(SchemaError, match="unknown charset"):
+            pt.decode_array("STRING", [b"abc"], properties={"__charset": codec})
     assert pt.decode("STRING", b"\xe2\x82\xac", properties={"__charset": "UTF8"}) == "\u20ac"
 
 

@@ -178,6 +178,7 @@ def _charset(properties: Mapping[str, str] | None) -> str | None:
         return None
     try:
         info = codecs.lookup(name)
+        "".encode(info.name)  # refuses the bytes-to-bytes codecs (hex, base64, rot13): no charsets
     except LookupError:
         raise SchemaError(f"unknown charset {name!r} in the {CHARSET_PROPERTY} schema property") from None
     return None if info.name == "utf-8" else info.name
