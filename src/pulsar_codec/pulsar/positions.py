@@ -138,8 +138,17 @@ def last_message_id(client: Any, topic: str) -> Any:
     (pulsar-lite replies with an error) is taken at its word only after a short read finds nothing;
     when that read finds a message (the partition's first ones arrived meanwhile), the broker is
     asked again, up to :data:`LAST_ID_ASKS` times in all.
+
+    Raises
+    ------
+    pulsar.OperationNotSupported
+        The broker says ``topic`` is itself partitioned (pulsar-lite says so of the partitions of
+        a partitioned topic): its consumer would span partitions, which cannot answer, and the C++
+        client can crash removing that subscription, so none is made.
     """
     native, pulsar = _sdk()
+    if len(client.get_topic_partitions(topic)) > 1:
+        raise pulsar.OperationNotSupported(f"{topic} is partitioned: ask for the last id of each partition")
     consumer = client.subscribe(topic, f"pulsar-codec-offsets-{uuid.uuid4().hex}", receiver_queue_size=1)
     try:
         for ask in range(1, LAST_ID_ASKS + 1):
