@@ -278,6 +278,23 @@ def test_partitioned_topic(partitioned_broker, pulsar_topic):
     assert all(v == sorted(v) for v in per_partition.values())
 
 
+def test_no_last_id_subscription_on_a_name_the_broker_calls_partitioned(partitioned_broker, pulsar_topic):
+    """pulsar-lite calls a partition of a partitioned topic partitioned too: a consumer there spans
+    partitions and cannot say its last id, and the C++ client could crash removing it, so the
+    question is refused before any subscription is made."""
+    from pulsar_codec.pulsar.positions import last_message_id
+
+    client = pulsar.Client(partitioned_broker.url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        name = client.get_topic_partitions(pulsar_topic)[0]
+        assert len(client.get_topic_partitions(name)) > 1  # the broker's quirk this guards against
+        for _ in range(5):
+            with pytest.raises(pulsar.OperationNotSupported, match="partitioned"):
+                last_message_id(client, name)
+    finally:
+        client.close()
+
+
 def test_partitioned_topic_time_window(partitioned_broker, pulsar_topic):
     client = pulsar.Client(partitioned_broker.url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
