@@ -182,6 +182,15 @@ def test_bad_message_index_path(path, match):
         parse(ORDER).message_for_indexes(path)
 
 
+def test_a_long_bad_message_index_path_is_shown_up_to_its_bad_index():
+    """A garbage prefix may declare 100k indexes: the message names the path as far as it went."""
+    with pytest.raises(SchemaError) as caught:
+        parse(ORDER).message_for_indexes([1] + [0] * 100_000)
+    assert "path [1, 0, ...] names no message" in str(caught.value) and len(str(caught.value)) < 300
+    with pytest.raises(SchemaError, match=r"path \[0, 3\] names no message"):
+        parse(ORDER).message_for_indexes([0, 3])
+
+
 # -- references ----------------------------------------------------------------------------------
 
 MONEY = 'syntax = "proto3";\npackage common;\nmessage Money { int64 units = 1; string currency = 2; }\n'

@@ -198,8 +198,10 @@ class ProtobufSchemaModel:
         for depth, index in enumerate(steps):
             if not 0 <= index < len(messages):
                 where = "top-level messages" if depth == 0 else f"messages nested in {'.'.join(names)}"
+                # the path up to the bad index: a garbage prefix may declare thousands of indexes
+                shown = f"{steps[: depth + 1]}"[:-1] + (", ...]" if len(steps) > depth + 1 else "]")
                 raise SchemaError(
-                    f"message index path {steps} names no message of {self.file_name}: index {index} at "
+                    f"message index path {shown} names no message of {self.file_name}: index {index} at "
                     f"depth {depth} is out of range ({len(messages)} {where})"
                 )
             names.append(messages[index].name)
