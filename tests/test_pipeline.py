@@ -478,3 +478,45 @@ def test_encode_derives_a_schema_for_an_all_null_column(backend):
     assert batch.schema.field("email").type == pa.null()
     messages = pc.encode(batch, registry, "users-value")
     assert pc.decode(messages, registry).to_pylist() == batch.to_pylist()
+
+
+def test_raise_mode_raises_the_first_bad_messages_error(backend):
+    """with on_error="raise" the error raised is the first bad message's, whether its prefix or its
+    body is bad: prefixes are read before bodies, so a later bad prefix must not win (probe22)."""
+    import json
+    import zlib
+
+    from pulsar_codec.errors import WireFormatError
+
+    schema = json.dumps({"type": "record", "name": "R", "fields": [{"name": "b", "type": "boolean"}]})
+    good, bad_body, bad_prefix = (
+        wire.CONFLUENT.pack(1, b"\x01"),
+        wire.CONFLUENT.pack(1, b"\x05"),
+        b"\x07\x00\x00\x00\x01\x01",
+    )
+    cases = [
+        ([bad_body, bad_prefix], AvroDecodeError, 0),
+        ([good, None, bad_body, good, bad_prefix, bad_body], AvroDecodeError, 2),
+        ([good, bad_prefix, bad_body], WireFormatError, 1),
+        ([good, good, bad_prefix], WireFormatError, 2),
+    ]
+    for messages, error, index in cases:
+        for given in (
+            messages,
+            pa.chunked_array([pa.array(messages[:1], pa.binary()), pa.array(messages[1:], pa.binary())]),
+        ):
+            with pytest.raises(error) as caught:
+                MessageDecoder({1: schema}).decode(given)
+            assert caught.value.index == index
+        out = MessageDecoder({1: schema}, on_error="null").decode(messages)
+        assert out.errors.column("index").to_pylist()[0] == index  # the same first error as on_error="null"
+    # AWS Glue: a body that does not inflate, after a bad body
+    glue = wire.AWS_GLUE
+    guid = uuid.UUID(int=1)
+    frame = lambda body, zipped: glue.pack(
+        guid, zlib.compress(body) if zipped else body, compression="zlib" if zipped else None
+    )  # noqa: E731
+    messages = [frame(b"\x05", False), frame(b"\x01", True), b"\x03\x05" + guid.bytes + b"not zlib"]
+    with pytest.raises(AvroDecodeError) as caught:
+        MessageDecoder({guid: schema}, protocol=glue).decode(messages)
+    assert caught.value.index == 0

@@ -22,7 +22,15 @@ from .. import wire
 from .._arrow import Chunk, binary_chunks
 from .._kernels import _backend
 from .._unframe import inflate_chunks, registry_key, row_keys, single_id, unframe_parts, wide
-from ..errors import DecodeError, ErrorCode, SchemaError, SchemaNotFoundError, error_for, raise_for
+from ..errors import (
+    DecodeError,
+    ErrorCode,
+    SchemaError,
+    SchemaNotFoundError,
+    WireFormatError,
+    error_for,
+    raise_for,
+)
 from ..formats import format_of_model, get_format
 from ..formats.base import (
     Decoded,
@@ -190,6 +198,18 @@ def _unshifted(errors: list[Any], added: np.ndarray | None) -> list[Any]:
     if added is None or not added.any():
         return errors
     return [(code, index, max(offset - int(added[index]), 0), detail) for code, index, offset, detail in errors]
+
+
+def _first_rows(chunks: list[Chunk], rows: int) -> list[Chunk]:
+    """The chunks of a batch's first ``rows`` messages (views, no copies)."""
+    out = []
+    for c in chunks:
+        if c.row >= rows:
+            break
+        n = min(c.length, rows - c.row)
+        valid = None if c.validity is None else c.validity[:n]
+        out.append(Chunk(c.data, c.offsets[: n + 1], valid, c.row))
+    return out
 
 
 MIN_ROWS_PER_THREAD = 16_384
@@ -457,7 +477,12 @@ class MessageDecoder:
         keep_going = self._keep_going
         protocol = self.protocol
         wire_errors: list[tuple[Any, ...]] = []
-        chunks = inflate_chunks(chunks, protocol, keep_going, wire_errors)  # zlib AWS Glue bodies
+        try:
+            chunks = inflate_chunks(chunks, protocol, keep_going, wire_errors)  # zlib AWS Glue bodies
+        except WireFormatError as exc:
+            if exc.index:  # on_error="raise": an earlier message's error comes first (see _decode_general)
+                self._decode_chunks(_first_rows(chunks, exc.index), exc.index)
+            raise
         single = single_id(chunks, protocol)
         if single is not None:
             # the first message's schema id (and for Protobuf message-index path), shared by the last:
@@ -498,7 +523,12 @@ class MessageDecoder:
         """Decode a batch unframed message by message (several ids, bad prefixes)."""
         keep_going = self._keep_going
         protocol = self.protocol
-        parts = [unframe_parts(c, protocol, keep_going, wire_errors) for c in chunks]
+        try:
+            parts = [unframe_parts(c, protocol, keep_going, wire_errors) for c in chunks]
+        except WireFormatError as exc:
+            if exc.index:  # on_error="raise": a message before this one may be bad too, and it comes first
+                self._decode_chunks(_first_rows(chunks, exc.index), exc.index)
+            raise
         keys = [row_keys(protocol, *p[:4]) for p in parts]
         paths = None
         if protocol.protobuf:
