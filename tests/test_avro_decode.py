@@ -314,6 +314,44 @@ def test_zero_size_items_are_bounded(backend):
         empty.decode([zz(2**20 + 1) + b"\x00"])
 
 
+def test_items_of_no_size_cost_no_python_object_each():
+    """The pure twin keeps null and record-mark slots as counts and validity as one byte each, as
+    the C builders do: 2^20 nulls per message, which the limit allows, once cost 9 bytes of Python
+    list per item, so a few KB of messages grew past any memory."""
+    import tracemalloc
+
+    from pulsar_codec._kernels import _backend
+
+    dec = avro.Decoder({"type": "array", "items": "null"})
+    messages = [zz(2**20) + b"\x00"] * 3
+    with _backend.use("python"):
+        dec.decode([zz(1) + b"\x00"])  # plans and closures made before measuring
+        tracemalloc.start()
+        try:
+            out = dec.decode(messages)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert [len(v) for v in out.column(0).to_pylist()] == [2**20] * 3
+    assert peak < 3 * 3 * 2**20  # bytes: under 3 per item (a list of placeholders took 9)
+
+
+def test_a_list_past_32_bit_offsets_is_output_too_large(monkeypatch):
+    """Arrow lists have 32-bit offsets: the C builders stop a batch whose items pass 2^31 - 1 with
+    AVRO_OUTPUT_TOO_LARGE at the end of the list (offset) and the item count (detail); the pure
+    twin too (its bound lowered here: 2^31 items take minutes in Python)."""
+    from pulsar_codec._kernels import _backend, avro_py
+
+    monkeypatch.setattr(avro_py, "_INT32_MAX", 5)
+    dec = avro.Decoder({"type": "array", "items": "null"})
+    with _backend.use("python"):
+        out = dec.decode([zz(3) + b"\x00", zz(2) + zz(1) + b"\x00", zz(1) + b"\x00"], on_error="null")
+    assert out.batch.column(0).to_pylist() == [[None] * 3, None, [None]]
+    assert out.errors.select(["index", "code", "offset"]).to_pylist() == [
+        {"index": 1, "code": ErrorCode.AVRO_OUTPUT_TOO_LARGE, "offset": 3}
+    ]
+
+
 def test_on_error_null(backend):
     dec = avro.Decoder(_ERR_SCHEMA)
     bad = zz(1) + zz(0) + b"\x05"

@@ -68,6 +68,7 @@ from .defs import (
     AVRO_LENGTH_PAST_END,
     AVRO_NEGATIVE_BLOCK_SIZE,
     AVRO_NEGATIVE_LENGTH,
+    AVRO_OUTPUT_TOO_LARGE,
     AVRO_TOO_MANY_EMPTY_ITEMS,
     AVRO_TRAILING_BYTES,
     AVRO_TRUNCATED,
@@ -179,6 +180,30 @@ def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
         shift += 7
 
 
+class _Count:
+    """The elements of a slot whose elements hold nothing (null, a record's row marks): only how
+    many. A list of placeholders costs 8 bytes per element, and a message may hold 2^20 items of
+    no size (an array of nulls or of empty records), so a batch of them grew without bound; the C
+    builders keep these slots as counts too."""
+
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def append(self, _value: Any) -> None:
+        self.n += 1
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __delitem__(self, cut: slice) -> None:  # ``del vals[n:]``: truncate
+        self.n = min(self.n, cut.start)
+
+    def clear(self) -> None:
+        self.n = 0
+
+
 class _Builder:
     __slots__ = ("kind", "width", "children", "null_branch", "vals", "valid", "uoffs", "committed")
 
@@ -188,8 +213,9 @@ class _Builder:
         self.width = width
         self.children = tuple(children)
         self.null_branch = null_branch
-        self.vals: list[Any] = []  # one entry per element (values, pieces, end offsets, marks, type ids)
-        self.valid: list[int] | None = [] if nullable else None
+        # one entry per element (values, pieces, end offsets, type ids); a count where they hold nothing
+        self.vals: Any = _Count() if kind in (K_NULL, K_STRUCT) else []
+        self.valid: bytearray | None = bytearray() if nullable else None  # 1 byte per element, as in C
         self.uoffs: list[int] = []
         self.committed: list[int] = [0] * len(children)
 
@@ -586,7 +612,10 @@ def _leaf(  # noqa: C901 - one case per op
                         pos += n
                     pos = item(buf, pos, end)
             if not skipping:
-                app(len(child_vals))
+                m = len(child_vals)
+                if m > _INT32_MAX:  # past the 32-bit offsets of Arrow lists and maps, as in C
+                    raise _Fail(AVRO_OUTPUT_TOO_LARGE, pos, m)
+                app(m)
             return pos
 
         return read_blocks
