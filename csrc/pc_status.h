@@ -69,6 +69,8 @@ typedef enum {
     PC_SCHEMA_OTHER_MESSAGE = 92,
     /* JSON constraints beyond the Arrow mapping (optional validation, set by formats/json) */
     PC_JSON_CONSTRAINT = 100,
+    /* a JSON message holding more items of no size than the column builders take (set by the JSON kernels) */
+    PC_JSON_TOO_MANY_EMPTY_ITEMS = 101,
     /* Protobuf payloads */
     PC_PROTO_TRUNCATED = 110,
     PC_PROTO_VARINT_TOO_LONG = 111,
@@ -78,7 +80,8 @@ typedef enum {
     PC_PROTO_DEPTH_EXCEEDED = 115,
     PC_PROTO_INVALID_TAG = 116,
     PC_PROTO_MISSING_REQUIRED = 117,
-    PC_PROTO_VALUE_RANGE = 118
+    PC_PROTO_VALUE_RANGE = 118,
+    PC_PROTO_TOO_MANY_EMPTY_ITEMS = 119
 } pc_status;
 
 /* Where and why a kernel stopped. */

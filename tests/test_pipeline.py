@@ -513,9 +513,10 @@ def test_raise_mode_raises_the_first_bad_messages_error(backend):
     # AWS Glue: a body that does not inflate, after a bad body
     glue = wire.AWS_GLUE
     guid = uuid.UUID(int=1)
-    frame = lambda body, zipped: glue.pack(
-        guid, zlib.compress(body) if zipped else body, compression="zlib" if zipped else None
-    )  # noqa: E731
+
+    def frame(body: bytes, zipped: bool) -> bytes:
+        return glue.pack(guid, zlib.compress(body) if zipped else body, compression="zlib" if zipped else None)
+
     messages = [frame(b"\x05", False), frame(b"\x01", True), b"\x03\x05" + guid.bytes + b"not zlib"]
     with pytest.raises(AvroDecodeError) as caught:
         MessageDecoder({guid: schema}, protocol=glue).decode(messages)

@@ -123,13 +123,15 @@ class AvroDecodeError(DecodeError):
 
 class JsonDecodeError(DecodeError):
     """A JSON payload is malformed or does not match its schema: bad syntax, a value of the wrong
-    type, a missing required property, a number out of range, a string not in its format."""
+    type, a missing required property, a number out of range, a string not in its format, more
+    items of no size (nulls, empty objects) than one message may hold."""
 
 
 class ProtobufDecodeError(DecodeError):
     """A Protobuf payload is malformed or breaks its message type: truncated, an over-long varint, a
     length past the end, a bad tag or wire type, invalid UTF-8, nesting too deep, a missing required
-    field, a Timestamp or Duration out of the nanosecond range."""
+    field, a Timestamp or Duration out of the nanosecond range, more empty messages in repeated
+    fields than one message may hold."""
 
 
 class SchemaResolutionError(DecodeError):
@@ -253,8 +255,9 @@ class ErrorCode(enum.IntEnum):
     SCHEMA_NOT_FOUND = defs.SCHEMA_NOT_FOUND
     SCHEMA_UNRESOLVABLE = defs.SCHEMA_UNRESOLVABLE
     SCHEMA_OTHER_MESSAGE = defs.SCHEMA_OTHER_MESSAGE
-    # JSON constraints (optional validation): 100
+    # JSON constraints (optional validation) and limits: 100-109
     JSON_CONSTRAINT = defs.JSON_CONSTRAINT
+    JSON_TOO_MANY_EMPTY_ITEMS = defs.JSON_TOO_MANY_EMPTY_ITEMS
     # Protobuf payloads: 110-119
     PROTO_TRUNCATED = defs.PROTO_TRUNCATED
     PROTO_VARINT_TOO_LONG = defs.PROTO_VARINT_TOO_LONG
@@ -265,6 +268,7 @@ class ErrorCode(enum.IntEnum):
     PROTO_INVALID_TAG = defs.PROTO_INVALID_TAG
     PROTO_MISSING_REQUIRED = defs.PROTO_MISSING_REQUIRED
     PROTO_VALUE_RANGE = defs.PROTO_VALUE_RANGE
+    PROTO_TOO_MANY_EMPTY_ITEMS = defs.PROTO_TOO_MANY_EMPTY_ITEMS
 
 
 # code -> (exception class, message template). Templates may use {detail} and any keyword passed
@@ -366,6 +370,10 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
     ErrorCode.JSON_DEPTH_EXCEEDED: (JsonDecodeError, "JSON nested deeper than {detail} levels"),
     ErrorCode.JSON_INVALID_UTF8: (JsonDecodeError, "invalid UTF-8 or escape in a JSON string"),
     ErrorCode.JSON_CONSTRAINT: (JsonDecodeError, "JSON value breaks the schema: {detail}"),
+    ErrorCode.JSON_TOO_MANY_EMPTY_ITEMS: (
+        JsonDecodeError,
+        "more than {detail} items of no size (null, empty objects) in one message",
+    ),
     ErrorCode.PROTO_TRUNCATED: (
         ProtobufDecodeError,
         "truncated Protobuf data: a value runs past the end of its message",
@@ -380,6 +388,10 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
     ErrorCode.PROTO_VALUE_RANGE: (
         ProtobufDecodeError,
         "Timestamp or Duration outside the int64 nanosecond range (about the years 1677 to 2262)",
+    ),
+    ErrorCode.PROTO_TOO_MANY_EMPTY_ITEMS: (
+        ProtobufDecodeError,
+        "more than {detail} items of no size (empty messages) in one message",
     ),
     ErrorCode.SCHEMA_NOT_FOUND: (SchemaResolutionError, "schema id {schema_id} is not in the registry"),
     ErrorCode.SCHEMA_UNRESOLVABLE: (

@@ -69,6 +69,7 @@ __all__ = [
     "SCHEMA_UNRESOLVABLE",
     "SCHEMA_OTHER_MESSAGE",
     "JSON_CONSTRAINT",
+    "JSON_TOO_MANY_EMPTY_ITEMS",
     "PROTO_TRUNCATED",
     "PROTO_VARINT_TOO_LONG",
     "PROTO_WRONG_WIRE_TYPE",
@@ -78,6 +79,7 @@ __all__ = [
     "PROTO_INVALID_TAG",
     "PROTO_MISSING_REQUIRED",
     "PROTO_VALUE_RANGE",
+    "PROTO_TOO_MANY_EMPTY_ITEMS",
     # wire-prefix protocols (csrc/pc_defs.h from here on)
     "KIND_CONFLUENT",
     "KIND_CONFLUENT_PROTOBUF",
@@ -302,6 +304,8 @@ SCHEMA_UNRESOLVABLE: Final = 91
 SCHEMA_OTHER_MESSAGE: Final = 92  # a Protobuf row of another message type than the output's
 # JSON constraints beyond the Arrow mapping (optional validation, set by formats/json): 100
 JSON_CONSTRAINT: Final = 100
+# a JSON message holding more items of no size than the column builders take (ZERO_SIZE_ITEM_LIMIT)
+JSON_TOO_MANY_EMPTY_ITEMS: Final = 101
 # Protobuf payloads: 110-119
 PROTO_TRUNCATED: Final = 110
 PROTO_VARINT_TOO_LONG: Final = 111
@@ -312,6 +316,7 @@ PROTO_DEPTH_EXCEEDED: Final = 115
 PROTO_INVALID_TAG: Final = 116
 PROTO_MISSING_REQUIRED: Final = 117
 PROTO_VALUE_RANGE: Final = 118
+PROTO_TOO_MANY_EMPTY_ITEMS: Final = 119  # as JSON_TOO_MANY_EMPTY_ITEMS
 
 # -- registry wire-prefix protocols (pulsar_codec.wire.Protocol.kind) -------------------------------
 KIND_CONFLUENT: Final = 1

@@ -108,7 +108,8 @@ ctypedef struct jctx:
 
 # jctx.code when malloc failed (never a status code)
 cdef int32_t NOMEM = -1
-# jctx.code when the column builders refused what the parser read: a bug, never bad data
+# jctx.code when the column builders refused what the parser read: a bug, never bad data, but for
+# AVRO_TOO_MANY_EMPTY_ITEMS (a message holding too many items of no size), which decode_loop reports
 cdef int32_t AVRO_BUG = -2
 
 cdef uint8_t KIND[256]        # JSON kind by first byte, 255 = no value starts with it
@@ -2222,7 +2223,8 @@ cdef int decode_loop(jctx *c, const jnode *root, int32_t wrap, const uint8_t *bu
                      const int64_t *ends, const uint8_t *present, int64_t n, int64_t row0, bint keep_going,
                      pc_error **errs, int64_t *nerrs, int64_t *cap_errs) noexcept nogil:
     """Every row of one segment into the builders; twin: json_py.decode. 0: done, 1: stopped at a
-    bad row, 2: the builders refused a value (c.bug_*), -1: out of memory."""
+    bad row, 2: the builders refused a value (c.bug_*), -1: out of memory. A message over the
+    builders' limit of items of no size is a bad row (JSON_TOO_MANY_EMPTY_ITEMS)."""
     cdef int64_t i, r
     cdef pc_error *grown
     for i in range(n):
@@ -2243,8 +2245,22 @@ cdef int decode_loop(jctx *c, const jnode *root, int32_t wrap, const uint8_t *bu
         if c.code == NOMEM:
             return -1
         if c.code == AVRO_BUG:
-            c.offset = row0 + i  # the row, for the report
-            return 2
+            if c.bug_code != defs.AVRO_TOO_MANY_EMPTY_ITEMS:
+                c.offset = row0 + i  # the row, for the report
+                return 2
+            # more items of no size than the builders take in one message: bad data, not a bug. The
+            # pure twin transcodes the whole message before the builders count its items, so a
+            # syntax or schema error further on is this row's error there: transcode it to find one.
+            c.depth = 0
+            c.nints = 0
+            c.code = 0
+            c.out.len = 0
+            if top(c) == 0:
+                c.code = defs.JSON_TOO_MANY_EMPTY_ITEMS
+                c.offset = 0  # where the builders gave up is not known in the payload
+                c.detail = defs.ZERO_SIZE_ITEM_LIMIT
+            elif c.code == NOMEM:
+                return -1
         pc_avro_truncate(c.S, 0, r)
         if nerrs[0] == cap_errs[0]:
             grown = <pc_error *> realloc(errs[0], <size_t> (cap_errs[0] * 2 + 16) * sizeof(pc_error))

@@ -2168,7 +2168,8 @@ cdef int decode_loop(pctx *c, bint direct, const uint8_t *buf, int64_t nbytes, c
     """Every row of one segment into the builders; twin: protobuf_py.decode. Row i is
     ``buf[starts[i]:ends[i]]``, or without ``starts`` ``buf[ends[i] + skip:ends[i + 1]]`` (offsets
     and a prefix size). 0: done, 1: stopped at a bad row, 2: the builders refused the Avro bytes of
-    a row (c.bug_*), 3: row c.bug_row lies outside ``buf`` (a caller's bug), -1: out of memory."""
+    a row (c.bug_*), 3: row c.bug_row lies outside ``buf`` (a caller's bug), -1: out of memory. A
+    message over the builders' limit of items of no size is a bad row (PROTO_TOO_MANY_EMPTY_ITEMS)."""
     cdef int64_t i, r, size, start, end, tried = 0, given_up = 0
     cdef const uint8_t *q
     cdef pc_error *grown
@@ -2213,16 +2214,24 @@ cdef int decode_loop(pctx *c, bint direct, const uint8_t *buf, int64_t nbytes, c
         if push_occ(c, 0, size, 2) == 0 and message(c, 0, 0, True) == 0:
             c.actx.msg = c.out.p
             c.actx.budget = defs.ZERO_SIZE_ITEM_LIMIT
+            r = c.S[0].length
             q = pc_arun(&c.actx, c.pl, 0, c.out.p, c.out.p + c.out.len)
+            if q == c.out.p + c.out.len:
+                continue
             if q == NULL and c.actx.code == -1:
                 return -1
-            if q == NULL or q != c.out.p + c.out.len:
+            if q != NULL or c.actx.code != defs.AVRO_TOO_MANY_EMPTY_ITEMS:
                 c.bug_code = c.actx.code if q == NULL else defs.AVRO_TRAILING_BYTES
                 c.bug_detail = c.actx.detail if q == NULL else (c.out.p + c.out.len) - q
                 c.bug_row = row0 + i
                 return 2
-            continue
-        if c.code == NOMEM:
+            # more items of no size than the builders take in one message: bad data, not a bug (the
+            # whole message was transcoded first, so no error further on in it goes unreported)
+            pc_avro_truncate(c.S, 0, r)  # what the row appended before the builders gave up
+            c.code = defs.PROTO_TOO_MANY_EMPTY_ITEMS
+            c.offset = 0  # where the builders gave up is not known in the payload
+            c.detail = defs.ZERO_SIZE_ITEM_LIMIT
+        elif c.code == NOMEM:
             return -1
         if nerrs[0] == cap_errs[0]:
             grown = <pc_error *> realloc(errs[0], <size_t> (cap_errs[0] * 2 + 16) * sizeof(pc_error))

@@ -39,6 +39,7 @@ from ..._kernels.defs import (
     J_TEXT,
     J_TIME,
     J_TIMESTAMP,
+    ZERO_SIZE_ITEM_LIMIT,
 )
 from ...errors import ErrorCode, SchemaError, raise_for
 from ..avro import schema as av
@@ -276,6 +277,8 @@ class JsonFormat:
         layout = kernel_layout(plan.layout, avro_kernels)
         body = bytes(out[int(offsets[0]) : int(offsets[1])])
         error, value = avro_kernels.decode_row(layout, plan.avro.kernel_program(avro_kernels), body, 0, len(body))
+        if error is not None and error[0] == ErrorCode.AVRO_TOO_MANY_EMPTY_ITEMS:  # bad data, as decode reports it
+            raise_for(ErrorCode.JSON_TOO_MANY_EMPTY_ITEMS, 0, 0, ZERO_SIZE_ITEM_LIMIT)
         if error is not None:
             raise AssertionError(f"JSON transcoder output unreadable: {ErrorCode(error[0]).name} {error[3]}")
         return value
@@ -375,9 +378,14 @@ def _decode_validated(
             break
         row0 += rows
     avro_errors, batch = run(plan.layout, [plan.avro], avro_segments, keep_going)
-    if avro_errors:  # the transcoder wrote bytes its own shadow cannot read: a bug, never bad data
-        code, index, _, detail = avro_errors[0]
-        raise AssertionError(f"JSON transcoder output unreadable at row {index}: {ErrorCode(code).name} {detail}")
+    limited: list[RowError] = []
+    for code, index, _, detail in avro_errors:
+        if code != ErrorCode.AVRO_TOO_MANY_EMPTY_ITEMS:  # the transcoder wrote bytes its own shadow cannot read: a bug
+            raise AssertionError(f"JSON transcoder output unreadable at row {index}: {ErrorCode(code).name} {detail}")
+        # more items of no size than the builders take: bad data, reported as the kernel's decode does
+        limited.append(plan.row_error(ErrorCode.JSON_TOO_MANY_EMPTY_ITEMS, index, 0, ZERO_SIZE_ITEM_LIMIT))
+    if limited:  # without keep_going the Avro pass read only rows before the first bad one: its error is first
+        errors = sorted(errors + limited, key=lambda error: error[1]) if keep_going else limited[:1]
     return batch, errors
 
 

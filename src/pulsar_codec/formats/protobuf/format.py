@@ -22,6 +22,7 @@ import pyarrow as pa
 from google.protobuf.descriptor import Descriptor
 
 from ..._kernels import _backend
+from ..._kernels.defs import ZERO_SIZE_ITEM_LIMIT
 from ...errors import ErrorCode, SchemaError, raise_for
 from ..avro.format import AvroPlan, finish, kernel_layout
 from ..avro.plan import build_plan
@@ -219,6 +220,8 @@ class ProtobufFormat:
         body = bytes(out[int(offsets[0]) : int(offsets[1])])
         program = plan.avro.kernel_program(avro_kernels)
         error, value = avro_kernels.decode_row(plan.row_layout(avro_kernels), program, body, 0, len(body))
+        if error is not None and error[0] == ErrorCode.AVRO_TOO_MANY_EMPTY_ITEMS:  # bad data, as decode reports it
+            raise_for(ErrorCode.PROTO_TOO_MANY_EMPTY_ITEMS, 0, 0, ZERO_SIZE_ITEM_LIMIT)
         if error is not None:
             raise AssertionError(f"Protobuf transcoder output unreadable: {ErrorCode(error[0]).name} {error[3]}")
         return value
