@@ -20,6 +20,7 @@ from pulsar_codec._kernels import _backend
 from pulsar_codec.errors import (
     AvroDecodeError,
     EncodeError,
+    ErrorCode,
     PulsarCodecError,
     SchemaError,
     SchemaNotFoundError,
@@ -344,3 +345,37 @@ def test_encode_value_takes_defaults_durations_and_writes_unframed(backend):
         encoder.encode_value({"n": 1, "wait": wait})
     with pytest.raises(EncodeError):
         encoder.encode_value({"n": "x", "wait": wait, "bad": "A"})
+
+
+@pytest.mark.parametrize(
+    ("schema", "body", "value"),
+    [
+        ({"type": "int", "logicalType": "date"}, "feffffff0f", 2**31 - 1),
+        ({"type": "long", "logicalType": "timestamp-millis"}, "80808080808080808001", 2**62),
+        ({"type": "long", "logicalType": "local-timestamp-millis"}, "80808080808080808001", 2**62),
+        ({"type": "long", "logicalType": "timestamp-micros"}, "ffffffffffffffff7f", -(2**62)),
+        ({"type": "long", "logicalType": "time-micros"}, "80808080808080808001", 2**62),
+        (
+            {"type": "record", "name": "R", "fields": [{"name": "d", "type": {"type": "int", "logicalType": "date"}}]},
+            "feffffff0f",
+            2**31 - 1,
+        ),
+    ],
+)
+def test_a_value_past_pythons_datetime_is_a_decode_error(backend, schema, body, value):
+    """Arrow holds these values and the batch decodes; one value has no Python form, which is the
+    message's AvroDecodeError (60), not pyarrow's bare OverflowError (probe22)."""
+    import json
+
+    from pulsar_codec.external import AvroExternalSchema
+
+    registry = {1: json.dumps(schema)}
+    message = bytes.fromhex("0000000001" + body)
+    decoder = MessageDecoder(registry)
+    assert decoder.decode([message]).num_rows == 1
+    with pytest.raises(AvroDecodeError) as caught:
+        decoder.decode_value(message)
+    assert (caught.value.code, caught.value.index, caught.value.detail) == (ErrorCode.AVRO_NO_PYTHON_VALUE, 0, value)
+    assert "past the range of Python's datetime" in str(caught.value)
+    with pytest.raises(AvroDecodeError):
+        AvroExternalSchema(registry, json.dumps(schema), topic="t", schema_id=1).decode(None, message)

@@ -240,6 +240,7 @@ class ErrorCode(enum.IntEnum):
     AVRO_OUTPUT_TOO_LARGE = defs.AVRO_OUTPUT_TOO_LARGE
     AVRO_DECIMAL_PRECISION = defs.AVRO_DECIMAL_PRECISION
     AVRO_TOO_MANY_EMPTY_ITEMS = defs.AVRO_TOO_MANY_EMPTY_ITEMS
+    AVRO_NO_PYTHON_VALUE = defs.AVRO_NO_PYTHON_VALUE
     # JSON payloads (external JSON schemas): 80-89
     JSON_INVALID = defs.JSON_INVALID
     JSON_UNEXPECTED_BYTE = defs.JSON_UNEXPECTED_BYTE
@@ -334,6 +335,10 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
         AvroDecodeError,
         "block count {detail} passes the limit of " + str(defs.ZERO_SIZE_ITEM_LIMIT) + " items that take no bytes "
         "(null, empty records) in one message",
+    ),
+    ErrorCode.AVRO_NO_PYTHON_VALUE: (
+        AvroDecodeError,
+        "{target} value {detail} is past the range of Python's datetime (a decoded batch holds it)",
     ),
     ErrorCode.AVRO_DECIMAL_OVERFLOW: (AvroDecodeError, "decimal of {detail} bytes does not fit its precision"),
     ErrorCode.AVRO_UNKNOWN_ENUM_SYMBOL: (

@@ -55,6 +55,7 @@ __all__ = [
     "AVRO_OUTPUT_TOO_LARGE",
     "AVRO_DECIMAL_PRECISION",
     "AVRO_TOO_MANY_EMPTY_ITEMS",
+    "AVRO_NO_PYTHON_VALUE",
     "JSON_INVALID",
     "JSON_UNEXPECTED_BYTE",
     "JSON_TRUNCATED",
@@ -287,6 +288,7 @@ AVRO_DURATION_OUT_OF_RANGE: Final = 56
 AVRO_OUTPUT_TOO_LARGE: Final = 57
 AVRO_DECIMAL_PRECISION: Final = 58
 AVRO_TOO_MANY_EMPTY_ITEMS: Final = 59
+AVRO_NO_PYTHON_VALUE: Final = 60  # a date or time past what Python's datetime holds (one-value decoding)
 # JSON payloads (external JSON schemas): 80-89
 JSON_INVALID: Final = 80
 JSON_UNEXPECTED_BYTE: Final = 81

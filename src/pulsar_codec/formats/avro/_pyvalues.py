@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..._kernels.defs import K_BIN, K_I32, K_I64, K_RAW, K_STRUCT
+from ...errors import ErrorCode, error_for
 from .plan import Layout, Slot
 from .schema import Record
 
@@ -43,10 +44,18 @@ _DECIMALS = decimal.Context(prec=100, Emin=-999_999, Emax=999_999)
 
 
 def _scalar(typ: pa.DataType) -> Convert:
-    """pyarrow's own conversion of one value (for the corners the fast converters leave to it)."""
+    """pyarrow's own conversion of one value (for the corners the fast converters leave to it).
+
+    A value past what ``datetime`` holds has no Python form (pyarrow's ``to_pylist`` raises for it
+    too, while the Arrow column holds it): :class:`~pulsar_codec.errors.AvroDecodeError`
+    ``AVRO_NO_PYTHON_VALUE`` for the one message, not pyarrow's bare OverflowError.
+    """
 
     def convert(v: Any) -> Any:
-        return pa.scalar(v, typ).as_py()
+        try:
+            return pa.scalar(v, typ).as_py()
+        except (OverflowError, ValueError):
+            raise error_for(ErrorCode.AVRO_NO_PYTHON_VALUE, 0, 0, v, target=str(typ)) from None
 
     return convert
 
