@@ -448,6 +448,27 @@ static const uint8_t *pc_arun(pc_actx *c, const pc_plan *pl, int32_t oi, const u
         s->length++;                                                                           \
         break;                                                                                 \
     }                                                                                          \
+    case O_TIME_MS:                                                                            \
+    case O_TIME_US: { /* a time of day: 0 <= v < op->arg (see plan.py), else a bad row */      \
+        int64_t v;                                                                             \
+        const uint8_t *st = p;                                                                 \
+        pc_slot *s = S + op->slot;                                                             \
+        PC_VARINT(v);                                                                          \
+        if (PC_UNLIKELY((uint64_t)v >= (uint64_t)op->arg)) {                                   \
+            if (op->arg2 && (v < INT32_MIN || v > INT32_MAX)) PC_FAIL(PC_AVRO_INT_OUT_OF_RANGE, st, v);\
+            PC_FAIL(PC_AVRO_TIME_OUT_OF_RANGE, st, v);                                         \
+        }                                                                                      \
+        if (op->code == O_TIME_MS) {                                                           \
+            PC_RESERVE(&s->b1, (s->length + 1) * 4);                                           \
+            ((int32_t *)s->b1.p)[s->length] = (int32_t)v;                                      \
+        } else {                                                                               \
+            PC_RESERVE(&s->b1, (s->length + 1) * 8);                                           \
+            ((int64_t *)s->b1.p)[s->length] = v;                                               \
+        }                                                                                      \
+        PC_VALID1(s);                                                                          \
+        s->length++;                                                                           \
+        break;                                                                                 \
+    }                                                                                          \
     case O_DOUBLE:                                                                             \
     case O_FLOAT: {                                                                            \
         pc_slot *s = S + op->slot;                                                             \
@@ -859,10 +880,12 @@ static int pc_hot_build(pc_slot *S, const pc_plan *pl, pc_hot *H, uint8_t **rec_
         switch (op->code) {
         case O_LONG:
         case O_INT_L:
+        case O_TIME_US:
         case O_DOUBLE:
             bytes = need * 8;
             break;
         case O_INT:
+        case O_TIME_MS:
         case O_FLOAT:
         case O_ENUM:
             bytes = need * 4;
@@ -919,6 +942,22 @@ static inline const uint8_t *pc_hrow(pc_actx *c, const pc_plan *pl, const pc_hot
             PC_VARINT(v);
             if (PC_UNLIKELY(v < INT32_MIN || v > INT32_MAX)) PC_FAIL(PC_AVRO_INT_OUT_OF_RANGE, st, v);
             if (h->code == O_INT)
+                ((int32_t *)h->vals)[r] = (int32_t)v;
+            else
+                ((int64_t *)h->vals)[r] = v;
+            break;
+        }
+        case O_TIME_MS:
+        case O_TIME_US: {
+            int64_t v;
+            const uint8_t *st = p;
+            const pc_op *op = h->op;
+            PC_VARINT(v);
+            if (PC_UNLIKELY((uint64_t)v >= (uint64_t)op->arg)) {
+                if (op->arg2 && (v < INT32_MIN || v > INT32_MAX)) PC_FAIL(PC_AVRO_INT_OUT_OF_RANGE, st, v);
+                PC_FAIL(PC_AVRO_TIME_OUT_OF_RANGE, st, v);
+            }
+            if (h->code == O_TIME_MS)
                 ((int32_t *)h->vals)[r] = (int32_t)v;
             else
                 ((int64_t *)h->vals)[r] = v;

@@ -6,7 +6,8 @@
  * A node reads element j of its Arrow array: `valid` (one byte per element, or NULL: no nulls),
  * `data` (int64 / double / uint8 values, 16-byte little-endian decimals, or a byte buffer that
  * `offs` (n + 1 int64 offsets) slices for bytes, strings, arrays and maps). Records pass j to their
- * fields, arrays and maps pass offs[j]..offs[j + 1] to their item (and key) nodes. */
+ * fields, arrays and maps pass offs[j]..offs[j + 1] to their item (and key) nodes, a union passes
+ * offs[j] to the node of the child its element is in. */
 #ifndef PC_AVRO_ENC_H
 #define PC_AVRO_ENC_H
 
@@ -219,6 +220,13 @@ static int pc_enc_node(pc_ectx *c, int32_t ni, int64_t j)
         for (k = 0; k < size; k++) c->out.p[c->len + k] = (size - 1 - k) < 16 ? le[size - 1 - k] : sign;
         c->len += size;
         return 0;
+    }
+    case E_UNION: {
+        /* an Arrow union: data holds the child (kid) of element j, offs its index in that child
+         * (both checked against the children by the binder); the kid writes the branch index */
+        int64_t k;
+        memcpy(&k, n->data + 8 * j, 8);
+        return pc_enc_node(c, c->kids[n->first + k], n->offs[j]);
     }
     default:
         PC_EFAIL(PC_ENC_NULL_VALUE, -1); /* unreachable: nodes come from encoder.py */

@@ -75,6 +75,8 @@ enum {
     O_INT_D = 9, O_LONG_F = 10, O_LONG_D = 11, O_FLOAT_D = 12, O_STRING = 13, O_BYTES = 14, O_FIXED = 15,
     O_ENUM = 16, O_DEC_BYTES = 17, O_DEC_FIXED = 18, O_DURATION = 19, O_RECORD = 20, O_ARRAY = 21, O_MAP = 22,
     O_UNION = 23, O_SELECT = 24, O_NULLFILL = 25, O_DEFAULT = 26, O_BRANCH_ERR = 27,
+    /* a reader time-millis (int32 slot) / time-micros (int64 slot): 0 <= v < arg, else an error */
+    O_TIME_MS = 28, O_TIME_US = 29,
     /* skips of writer-only data */
     O_SK_NOP = 30, O_SK_BOOL = 31, O_SK_VARINT = 32, O_SK_F32 = 33, O_SK_F64 = 34, O_SK_BYTES = 35,
     O_SK_FIXED = 36, O_SK_ARRAY = 37, O_SK_MAP = 38, O_SK_RECORD = 39, O_SK_UNION = 40
@@ -87,7 +89,8 @@ enum {
 /* Avro encode node codes (pulsar_codec.formats.avro.encoder binds them to a batch) */
 enum {
     E_NULL = 1, E_BOOL = 2, E_INT = 3, E_LONG = 4, E_FLOAT = 5, E_DOUBLE = 6, E_BYTES = 7, E_FIXED = 8,
-    E_ENUM = 9, E_RECORD = 10, E_ARRAY = 11, E_MAP = 12, E_OPTION = 13, E_DEC_BYTES = 14, E_DEC_FIXED = 15
+    E_ENUM = 9, E_RECORD = 10, E_ARRAY = 11, E_MAP = 12, E_OPTION = 13, E_DEC_BYTES = 14, E_DEC_FIXED = 15,
+    E_UNION = 16
 };
 
 /* Avro encode statuses (the encoder turns them into EncodeError) */
@@ -107,7 +110,7 @@ enum {
     PC_J_NULL = 1, PC_J_BOOL = 2, PC_J_INT = 3, PC_J_LONG = 4, PC_J_FLOAT = 5, PC_J_DOUBLE = 6,
     PC_J_STRING = 7, PC_J_BYTES_B64 = 8, PC_J_FIXED_B64 = 9, PC_J_ENUM = 10, PC_J_TIMESTAMP = 11,
     PC_J_DATE = 12, PC_J_TIME = 13, PC_J_TEXT = 14, PC_J_NULLABLE = 15, PC_J_ARRAY = 16, PC_J_MAP = 17,
-    PC_J_OBJECT = 18
+    PC_J_OBJECT = 18, PC_J_TIME_MILLIS = 19, PC_J_TIME_MICROS = 20
 };
 
 /* Deepest nesting of JSON arrays and objects in one payload (skipped values included) */

@@ -53,6 +53,7 @@ typedef enum {
     PC_AVRO_DECIMAL_PRECISION = 58,
     PC_AVRO_TOO_MANY_EMPTY_ITEMS = 59,
     PC_AVRO_NO_PYTHON_VALUE = 60, /* set by the one-value path in Python, never by a kernel */
+    PC_AVRO_TIME_OUT_OF_RANGE = 61, /* a time-millis / time-micros value outside [0, one day) */
     /* JSON payloads (external JSON schemas; no kernel uses it yet) */
     PC_JSON_INVALID = 80,
     PC_JSON_UNEXPECTED_BYTE = 81,

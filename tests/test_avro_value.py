@@ -195,12 +195,17 @@ def test_one_value_with_a_reader_schema_and_unframed_payloads(backend):
 
 
 def _outcome(call: Any) -> tuple[Any, ...]:
+    """What a call gives: its value, its library error, or "no Python value": a value past what
+    ``datetime`` holds, which the batch holds but its ``to_pylist()`` cannot give (pyarrow raises)
+    and one value reports as AVRO_NO_PYTHON_VALUE."""
     try:
         return ("ok", norm(call()))
     except PulsarCodecError as exc:
+        if getattr(exc, "code", None) == ErrorCode.AVRO_NO_PYTHON_VALUE:
+            return ("no Python value",)
         return ("err", type(exc), exc.code, getattr(exc, "index", None), exc.offset, exc.detail, str(exc))
-    except (ValueError, OverflowError, pa.ArrowException) as exc:  # pyarrow's own conversion corners
-        return ("conversion", type(exc))
+    except (ValueError, OverflowError, pa.ArrowException):  # pyarrow's own conversion corners
+        return ("no Python value",)
 
 
 def _batch_row(decoder: MessageDecoder, message: bytes, is_record: bool) -> Any:
@@ -354,7 +359,6 @@ def test_encode_value_takes_defaults_durations_and_writes_unframed(backend):
         ({"type": "long", "logicalType": "timestamp-millis"}, "80808080808080808001", 2**62),
         ({"type": "long", "logicalType": "local-timestamp-millis"}, "80808080808080808001", 2**62),
         ({"type": "long", "logicalType": "timestamp-micros"}, "ffffffffffffffff7f", -(2**62)),
-        ({"type": "long", "logicalType": "time-micros"}, "80808080808080808001", 2**62),
         (
             {"type": "record", "name": "R", "fields": [{"name": "d", "type": {"type": "int", "logicalType": "date"}}]},
             "feffffff0f",

@@ -110,11 +110,24 @@ def test_batch_bytes_equal_json_dumps_of_the_dict():
     assert json.loads(payloads[0].as_py())["at"] == "2024-01-02T03:04:05.123456+00:00"
 
 
-def test_columns_in_another_order_and_extra_columns_are_ignored():
+def test_columns_in_another_order_are_written_in_schema_order_and_extra_columns_refused():
+    """A column the schema has no property for would be dropped without a word (Avro and Protobuf
+    refuse it too); the keep_extra column is the one a keep_extra schema takes."""
     encoder = JsonEncoder(SCHEMA)
     batch = pa.RecordBatch.from_pylist(ROWS, schema=_arrow_schema(SCHEMA))
-    shuffled = batch.select(list(reversed(batch.schema.names))).append_column("other", pa.array([1, 2]))
+    shuffled = batch.select(list(reversed(batch.schema.names)))
     assert encoder.encode(shuffled).equals(encoder.encode(batch))
+    with pytest.raises(EncodeError, match=r"column\(s\) \['other', 'zz'\] that Event has no property"):
+        encoder.encode(shuffled.append_column("other", pa.array([1, 2])).append_column("zz", pa.array([1, 2])))
+    nullable_root = JsonEncoder({"type": ["object", "null"], "properties": {"a": {"type": "integer"}}})
+    with pytest.raises(EncodeError, match=r"\['zz'\]"):
+        nullable_root.encode(pa.RecordBatch.from_pydict({"a": [1], "zz": [2]}))
+    kept = FORMAT.parse({"type": "object", "properties": {"a": {"type": "integer"}}}, keep_extra=True)
+    extra = JsonEncoder(kept).mapping.extra_column
+    rows = pa.RecordBatch.from_pydict({"a": [1, 2], extra: ['{"b":true}', None]})
+    assert JsonEncoder(kept).encode(rows).to_pylist() == [b'{"a":1,"b":true}', b'{"a":2}']
+    with pytest.raises(EncodeError, match=extra):  # a schema without keep_extra has no such column
+        JsonEncoder(kept.document).encode(rows)
 
 
 def test_optional_property_without_a_column_is_left_out_and_required_is_an_error():
@@ -290,3 +303,226 @@ def test_round_trip_through_the_decoder():
     payloads = JsonEncoder(model).encode(pa.RecordBatch.from_pylist(ROWS, schema=plan.arrow_schema))
     decoded = [FORMAT.decode_value(plan, p) for p in payloads.to_pylist()]
     assert [JsonEncoder(model).encode_value(v) for v in decoded] == payloads.to_pylist()
+
+
+# -- probe23: time32, date64, map keys, format strings, error rows --------------------------------------
+
+
+def _one_property(schema):
+    return JsonEncoder({"type": "object", "properties": {"t": schema}})
+
+
+def _round_trip(table, schema=None):
+    import pulsar_codec as pc
+
+    registry = {}
+    messages = pc.encode(table, registry, "t-value", schema=schema, format="JSON")
+    return messages, pc.decode(messages, registry, format="JSON")
+
+
+@pytest.mark.parametrize("unit, scale", [("s", 1), ("ms", 1000)])
+def test_time32_columns_are_written_as_the_time64_path_writes_them(unit, scale):
+    seconds = [0, 3661, 86_399, None]
+    values = [None if s is None else s * scale + (7 if unit == "ms" and s else 0) for s in seconds]
+    time32 = pa.array(values, pa.time32(unit))
+    micros = pa.array([None if v is None else v * (1_000_000 // scale) for v in values], pa.time64("us"))
+    encoder = _one_property({"type": ["string", "null"], "format": "time"})
+    got = encoder.encode(pa.table({"t": time32})).to_pylist()
+    assert got == encoder.encode(pa.table({"t": micros})).to_pylist()
+    assert got[1] == (b'{"t":"01:01:01.007000"}' if unit == "ms" else b'{"t":"01:01:01"}')
+    # a derived schema (format: time) reads them back as the same times
+    _, back = _round_trip(pa.table({"t": time32}))
+    assert back.column("t").to_pylist() == micros.to_pylist()
+
+
+def test_times_outside_one_day_are_refused_with_their_row():
+    encoder = _one_property({"type": "string", "format": "time"})
+    for bad in (pa.array([0, -5], pa.time32("ms")), pa.array([0, 86_400_000_000_000], pa.time64("ns"))):
+        with pytest.raises(EncodeError, match=r"\.t: row 1: a time outside one day") as exc:
+            encoder.encode(pa.table({"t": bad}))
+        assert exc.value.index == 1
+
+
+def test_date64_of_whole_days_is_its_date_and_any_other_value_is_refused():
+    """Arrow defines date64 as milliseconds that are whole days; another value names no date."""
+    encoder = _one_property({"type": ["string", "null"], "format": "date"})
+    good = pa.array([86_400_000, None, -86_400_000], pa.date64())
+    assert encoder.encode(pa.table({"t": good})).to_pylist() == [
+        b'{"t":"1970-01-02"}',
+        b'{"t":null}',
+        b'{"t":"1969-12-31"}',
+    ]
+    bad = pa.array([86_400_000, 86_400_001], pa.date64())
+    with pytest.raises(EncodeError, match=r"T?\.t: row 1: a date64 value that is not a whole day") as exc:
+        encoder.encode(pa.table({"t": bad}))
+    assert exc.value.index == 1
+    with pytest.raises(EncodeError, match="row 1: a date64") as exc:  # derived schema, through pc.encode
+        _round_trip(pa.table({"t": bad}))
+    pulsar = JsonEncoder(
+        {"type": "record", "name": "R", "fields": [{"name": "t", "type": {"type": "int", "logicalType": "date"}}]}
+    )
+    with pytest.raises(EncodeError, match="R.t: row 1: a date64") as exc:
+        pulsar.encode(pa.table({"t": bad}))
+    assert exc.value.index == 1
+
+
+def test_binary_map_keys_must_be_utf8_text():
+    column = pa.array([[(b"k", 1)], [], [(b"a", 2), (b"\xff", 3)]], pa.map_(pa.binary(), pa.int32()))
+    with pytest.raises(EncodeError, match=r"\.c\{\}: row 2: map key b'\\xff' is not UTF-8 text") as exc:
+        _round_trip(pa.table({"c": column}))
+    assert exc.value.index == 2
+    messages, back = _round_trip(pa.table({"c": column.slice(0, 2)}))
+    assert messages.to_pylist()[0].endswith(b'{"c":{"k":1}}')
+
+
+FORMAT_CASES = [
+    (
+        {"format": "date-time"},
+        ["2024-01-02T03:04:05Z", "2024-02-29t00:00:00.123456789+23:59", "0001-01-01 00:00:00-00:00"],
+        [
+            "yesterday",
+            "2024-01-02T03:04:05",
+            "2023-02-29T00:00:00Z",
+            "2024-04-31T00:00:00Z",
+            "2024-01-02T24:00:00Z",
+            "2024-01-02T03:04:05.Z",
+            "2024-01-02T03:04:05.1234567890Z",
+            "2024-01-02T03:04:05+24:00",
+            "2024-01-02T03:04:05Z\n",
+        ],
+    ),
+    (
+        {"format": "date"},
+        ["2024-02-29", "2000-02-29", "9999-12-31"],
+        ["x", "1900-02-29", "2024-13-01", "2024-00-10", "2024-06-31", "2024-1-01", "2024-01-01T00:00:00Z"],
+    ),
+    (
+        {"format": "time"},
+        ["23:59:59", "00:00:00.5", "12:00:00Z", "12:00:00-05:30"],
+        ["x", "24:00:00", "12:60:00", "12:00:60", "12:00", "12:00:00+5:30", "12:00:00 "],
+    ),
+    (
+        {"contentEncoding": "base64"},
+        ["", "aGk=", "AAAA", "+/+/", "QQ=="],
+        ["!!", "aGk", "aGk==", "aG=k", "a\nGk=", "aGk=aGk=", "-_-_"],
+    ),
+]
+
+
+@pytest.mark.parametrize("keywords, good, bad", FORMAT_CASES)
+def test_format_strings_the_decoder_refuses_are_refused_on_the_way_out(keywords, good, bad):
+    """A string column written into a ``format`` / ``contentEncoding`` property: what the decoder
+    reads back is written, what it refuses (JSON_BAD_FORMAT) is an EncodeError naming the row."""
+    schema = {"type": "object", "title": "T", "properties": {"t": {"type": "string", **keywords}}}
+    messages, back = _round_trip(pa.table({"t": pa.array(good + [None], pa.string())}), json.dumps(schema))
+    assert back.num_rows == len(good) + 1
+    encoder = JsonEncoder(schema)
+    for value in bad:
+        column = pa.array(good + [None, value], pa.large_string())
+        with pytest.raises(EncodeError, match=rf"T\.t: row {len(good) + 1}: .* is not") as exc:
+            encoder.encode(pa.table({"t": column}))
+        assert exc.value.index == len(good) + 1
+        with pytest.raises(EncodeError, match=r"T\.t: .* is not"):
+            encoder.encode_value({"t": value})
+    for value in good:
+        assert json.loads(encoder.encode_value({"t": value})) == {"t": value}
+
+
+def test_fixed_given_as_text_must_read_back_as_that_fixed():
+    """Pulsar JSON fixed: base64 text of exactly the size; fixed(16) text is a UUID."""
+    schema = {
+        "type": "record",
+        "name": "R",
+        "fields": [{"name": "f", "type": {"type": "fixed", "name": "F", "size": 2}}],
+    }
+    encoder = JsonEncoder(schema)
+    assert encoder.encode(pa.table({"f": ["aGk="]})).to_pylist() == [b'{"f":"aGk="}']
+    for bad in ("aGk+", "aA=="):  # three bytes, one byte
+        with pytest.raises(EncodeError, match="R.f: row 1: base64 text not of 2 bytes") as exc:
+            encoder.encode(pa.table({"f": ["aGk=", bad]}))
+        assert exc.value.index == 1
+        with pytest.raises(EncodeError, match="R.f: .* is not padded standard base64 of 2 bytes"):
+            encoder.encode_value({"f": bad})
+    uuid16 = {
+        "type": "record",
+        "name": "U",
+        "fields": [{"name": "u", "type": {"type": "fixed", "name": "G", "size": 16}}],
+    }
+    with pytest.raises(EncodeError, match="U.u: row 0: 'nope' is not a UUID"):
+        JsonEncoder(uuid16).encode(pa.table({"u": ["nope"]}))
+
+
+_FORMAT_ALPHABET = "0123456789-:T Zz+.=/Aa"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from([11, 12, 13, 8]), st.lists(st.text(_FORMAT_ALPHABET, max_size=32), min_size=1, max_size=8))
+def test_the_columnar_format_check_is_the_decoders_own(op, values):
+    """The vectorised check refuses exactly the strings the pure JSON kernel's readers refuse."""
+    from pulsar_codec._kernels import json_py
+    from pulsar_codec.formats.json.encoder import _check_base64, _check_format, _RowError
+
+    readers = {11: json_py._timestamp_micros, 12: json_py._date_days, 13: json_py._time_micros, 8: json_py._base64}
+    first_bad = next((i for i, v in enumerate(values) if readers[op](v.encode()) is None), None)
+    arr = pa.array(values, pa.string())
+    try:
+        _check_base64(arr, None, "p") if op == 8 else _check_format(op, arr, "p")
+        found = None
+    except _RowError as exc:
+        found = exc.row
+    assert found == first_bad
+
+
+def test_typed_temporal_and_binary_columns_need_no_text_check():
+    schema = {
+        "type": "object",
+        "properties": {
+            "at": {"type": "string", "format": "date-time"},
+            "b": {"type": "string", "contentEncoding": "base64"},
+        },
+    }
+    table = pa.table({"at": pa.array([0], pa.timestamp("s")), "b": pa.array([b"\x00"], pa.binary())})
+    assert JsonEncoder(schema).encode(table).to_pylist() == [b'{"at":"1970-01-01T00:00:00+00:00","b":"AA=="}']
+
+
+def test_errors_carry_the_batch_row_as_index_also_inside_lists_and_maps():
+    schema = {
+        "type": "object",
+        "title": "T",
+        "properties": {
+            "xs": {"type": "array", "items": {"type": "number"}},
+            "m": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer"}}},
+            "e": {"enum": ["a"]},
+            "i": {"type": "integer"},
+        },
+    }
+    encoder = JsonEncoder(schema)
+    xs = pa.array([[1.0], [], [2.0, 3.0], [4.0, math.nan]], pa.list_(pa.float64()))
+    with pytest.raises(EncodeError, match=r"T\.xs\[\]: row 3: NaN") as exc:
+        encoder.encode(pa.table({"xs": xs}))
+    assert exc.value.index == 3
+    with pytest.raises(EncodeError, match=r"T\.xs\[\]: row 2: NaN") as exc:  # a slice: rows count from it
+        encoder.encode(pa.table({"xs": xs.slice(1)}))
+    assert exc.value.index == 2
+    m = pa.array([[("a", [1.0])], [("b", [2.0]), ("c", [3.0, math.inf])]], pa.map_(pa.string(), pa.list_(pa.float64())))
+    floats = JsonEncoder(
+        {
+            "type": "object",
+            "title": "T",
+            "properties": {
+                "m": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "number"}}}
+            },
+        }
+    )
+    with pytest.raises(EncodeError, match=r"T\.m\{\}\[\]: row 1: NaN") as exc:
+        floats.encode(pa.table({"m": m}))
+    assert exc.value.index == 1
+    with pytest.raises(EncodeError, match=r"T\.e: row 1: not a symbol") as exc:
+        encoder.encode(pa.table({"e": ["a", "b"]}))
+    assert exc.value.index == 1
+    with pytest.raises(EncodeError, match=r"T\.i: row 1: 18446744073709551615 is out of the long range") as exc:
+        encoder.encode(pa.table({"i": pa.array([1, 2**64 - 1], pa.uint64())}))
+    assert exc.value.index == 1
+    with pytest.raises(EncodeError, match=r"T\.xs\[\]: row 1: null is not allowed") as exc:
+        encoder.encode(pa.table({"xs": pa.array([[1.0], [None]], pa.list_(pa.float64()))}))
+    assert exc.value.index == 1

@@ -241,6 +241,7 @@ class ErrorCode(enum.IntEnum):
     AVRO_DECIMAL_PRECISION = defs.AVRO_DECIMAL_PRECISION
     AVRO_TOO_MANY_EMPTY_ITEMS = defs.AVRO_TOO_MANY_EMPTY_ITEMS
     AVRO_NO_PYTHON_VALUE = defs.AVRO_NO_PYTHON_VALUE
+    AVRO_TIME_OUT_OF_RANGE = defs.AVRO_TIME_OUT_OF_RANGE
     # JSON payloads (external JSON schemas): 80-89
     JSON_INVALID = defs.JSON_INVALID
     JSON_UNEXPECTED_BYTE = defs.JSON_UNEXPECTED_BYTE
@@ -340,6 +341,7 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
         AvroDecodeError,
         "{target} value {detail} is past the range of Python's datetime (a decoded batch holds it)",
     ),
+    ErrorCode.AVRO_TIME_OUT_OF_RANGE: (AvroDecodeError, "time of day {detail} is outside one day"),
     ErrorCode.AVRO_DECIMAL_OVERFLOW: (AvroDecodeError, "decimal of {detail} bytes does not fit its precision"),
     ErrorCode.AVRO_UNKNOWN_ENUM_SYMBOL: (
         AvroDecodeError,

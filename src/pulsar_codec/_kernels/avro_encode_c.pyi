@@ -20,6 +20,7 @@ from .avro_encode_py import E_MAP as E_MAP
 from .avro_encode_py import E_NULL as E_NULL
 from .avro_encode_py import E_OPTION as E_OPTION
 from .avro_encode_py import E_RECORD as E_RECORD
+from .avro_encode_py import E_UNION as E_UNION
 from .avro_encode_py import ENUM_SYMBOL as ENUM_SYMBOL
 from .avro_encode_py import FIXED_SIZE as FIXED_SIZE
 from .avro_encode_py import FLOAT_RANGE as FLOAT_RANGE
@@ -46,6 +47,7 @@ __all__ = [
     "E_OPTION",
     "E_DEC_BYTES",
     "E_DEC_FIXED",
+    "E_UNION",
     "NULL_VALUE",
     "NOT_NULL",
     "INT_RANGE",

@@ -47,8 +47,8 @@ cdef extern from "pc_avro_enc.h":
 
 __all__ = ["encode", "E_NULL", "E_BOOL", "E_INT", "E_LONG", "E_FLOAT", "E_DOUBLE", "E_BYTES", "E_FIXED",
            "E_ENUM", "E_RECORD", "E_ARRAY", "E_MAP", "E_OPTION", "E_DEC_BYTES", "E_DEC_FIXED",
-           "NULL_VALUE", "NOT_NULL", "INT_RANGE", "FLOAT_RANGE", "FIXED_SIZE", "ENUM_SYMBOL", "DECIMAL_SIZE",
-           "TOO_LARGE"]
+           "E_UNION", "NULL_VALUE", "NOT_NULL", "INT_RANGE", "FLOAT_RANGE", "FIXED_SIZE", "ENUM_SYMBOL",
+           "DECIMAL_SIZE", "TOO_LARGE"]
 
 # node codes and statuses as Python ints, from the C header (the pure twin exports defs.py's)
 E_NULL = defs.E_NULL
@@ -66,6 +66,7 @@ E_MAP = defs.E_MAP
 E_OPTION = defs.E_OPTION
 E_DEC_BYTES = defs.E_DEC_BYTES
 E_DEC_FIXED = defs.E_DEC_FIXED
+E_UNION = defs.E_UNION
 NULL_VALUE = defs.ENC_NULL_VALUE
 NOT_NULL = defs.ENC_NOT_NULL
 INT_RANGE = defs.ENC_INT_RANGE

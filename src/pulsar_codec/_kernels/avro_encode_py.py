@@ -7,9 +7,11 @@ Contract shared with the compiled twin
 ``nodes``
     ``[(code, first, count, arg, arg2, valid, data, offs, table), ...]`` bound to one batch by
     :mod:`pulsar_codec.formats.avro.encoder`; node ``i``'s children are ``kids[first:first + count]``.
-    ``valid``: uint8 per element or None; ``data``: int64 values (E_INT, E_LONG, E_ENUM), float64
+    ``valid``: uint8 per element or None; ``data``: int64 values (E_INT, E_LONG, E_ENUM; E_UNION: the
+    child, i.e. the index into the node's children, of each element), float64
     (E_FLOAT, E_DOUBLE), uint8 (E_BOOL; bytes for E_BYTES / E_FIXED; 16 little-endian bytes per
-    element for decimals); ``offs``: int64 ``n + 1`` offsets (E_BYTES, E_ARRAY, E_MAP); ``table``:
+    element for decimals); ``offs``: int64 ``n + 1`` offsets (E_BYTES, E_ARRAY, E_MAP; E_UNION: the
+    index of each element in its child); ``table``:
     int32 dictionary index -> enum symbol (-1: not a symbol). ``arg`` / ``arg2``: E_OPTION null and
     value branch; E_FIXED Avro size and Arrow width; E_DEC_FIXED size.
 ``root``
@@ -50,6 +52,7 @@ from .defs import (
     E_NULL,
     E_OPTION,
     E_RECORD,
+    E_UNION,
 )
 from .defs import ENC_DECIMAL_SIZE as DECIMAL_SIZE
 from .defs import ENC_ENUM_SYMBOL as ENUM_SYMBOL
@@ -77,6 +80,7 @@ __all__ = [
     "E_OPTION",
     "E_DEC_BYTES",
     "E_DEC_FIXED",
+    "E_UNION",
     "NULL_VALUE",
     "NOT_NULL",
     "INT_RANGE",
@@ -127,7 +131,7 @@ def _compile(nodes: Sequence[EncodeNode], kids: Sequence[int]) -> Callable[[int]
         raw = b""
         if code in (E_BYTES, E_FIXED, E_DEC_BYTES, E_DEC_FIXED):
             raw = bytes(np.asarray(data, dtype=np.uint8))
-        dl: list[Any] = data.tolist() if code in (E_BOOL, E_INT, E_LONG, E_FLOAT, E_DOUBLE, E_ENUM) else []
+        dl: list[Any] = data.tolist() if code in (E_BOOL, E_INT, E_LONG, E_FLOAT, E_DOUBLE, E_ENUM, E_UNION) else []
         tl: list[int] = [] if table is None else np.asarray(table, dtype=np.int32).tolist()
         f = _writer(ni, code, arg, arg2, dl, raw, ol, tl, children)
         if valid is not None:
@@ -285,6 +289,13 @@ def _writer(  # noqa: C901 - one case per node code
                 out += v.to_bytes(arg, "big", signed=True)
             except OverflowError:
                 raise _Fail(DECIMAL_SIZE, ni, arg) from None
+
+        return w
+    if code == E_UNION:
+        kinds = tuple(children)
+
+        def w(j: int, out: bytearray) -> None:
+            kinds[dl[j]](ol[j], out)  # the child writes the branch index
 
         return w
     raise ValueError(f"unknown Avro encode node code {code}")  # pragma: no cover

@@ -69,6 +69,7 @@ from .defs import (
     AVRO_NEGATIVE_BLOCK_SIZE,
     AVRO_NEGATIVE_LENGTH,
     AVRO_OUTPUT_TOO_LARGE,
+    AVRO_TIME_OUT_OF_RANGE,
     AVRO_TOO_MANY_EMPTY_ITEMS,
     AVRO_TRAILING_BYTES,
     AVRO_TRUNCATED,
@@ -124,6 +125,8 @@ from .defs import (
     O_SK_UNION,
     O_SK_VARINT,
     O_STRING,
+    O_TIME_MS,
+    O_TIME_US,
     O_UNION,
     ZERO_SIZE_ITEM_LIMIT,
 )
@@ -365,6 +368,25 @@ def _leaf(  # noqa: C901 - one case per op
             return pos
 
         return read_int
+    if code in (O_TIME_MS, O_TIME_US):
+        bound, int_writer = arg, arg2
+
+        def read_time(buf: bytes, pos: int, end: int) -> int:
+            start = pos
+            if pos < end and buf[pos] < 0x80:
+                b = buf[pos]
+                v = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                v, pos = _varint(buf, pos, end)
+            if not 0 <= v < bound:  # a time of day (see plan.py for the bound)
+                if int_writer and (v < _INT32_MIN or v > _INT32_MAX):
+                    raise _Fail(AVRO_INT_OUT_OF_RANGE, start, v)
+                raise _Fail(AVRO_TIME_OUT_OF_RANGE, start, v)
+            app(v)
+            return pos
+
+        return read_time
     if code in (O_INT_F, O_INT_D):
         pack = _pack_f if code == O_INT_F else _pack_d
 

@@ -56,6 +56,7 @@ __all__ = [
     "AVRO_DECIMAL_PRECISION",
     "AVRO_TOO_MANY_EMPTY_ITEMS",
     "AVRO_NO_PYTHON_VALUE",
+    "AVRO_TIME_OUT_OF_RANGE",
     "JSON_INVALID",
     "JSON_UNEXPECTED_BYTE",
     "JSON_TRUNCATED",
@@ -157,6 +158,8 @@ __all__ = [
     "O_NULLFILL",
     "O_DEFAULT",
     "O_BRANCH_ERR",
+    "O_TIME_MS",
+    "O_TIME_US",
     "O_SK_NOP",
     "O_SK_BOOL",
     "O_SK_VARINT",
@@ -185,6 +188,7 @@ __all__ = [
     "E_OPTION",
     "E_DEC_BYTES",
     "E_DEC_FIXED",
+    "E_UNION",
     "ENC_NULL_VALUE",
     "ENC_NOT_NULL",
     "ENC_INT_RANGE",
@@ -212,6 +216,8 @@ __all__ = [
     "J_ARRAY",
     "J_MAP",
     "J_OBJECT",
+    "J_TIME_MILLIS",
+    "J_TIME_MICROS",
     "JSON_MAX_DEPTH",
     # Protobuf transcoding
     "P_INT32",
@@ -289,6 +295,7 @@ AVRO_OUTPUT_TOO_LARGE: Final = 57
 AVRO_DECIMAL_PRECISION: Final = 58
 AVRO_TOO_MANY_EMPTY_ITEMS: Final = 59
 AVRO_NO_PYTHON_VALUE: Final = 60  # a date or time past what Python's datetime holds (one-value decoding)
+AVRO_TIME_OUT_OF_RANGE: Final = 61  # a time-millis / time-micros value outside [0, one day)
 # JSON payloads (external JSON schemas): 80-89
 JSON_INVALID: Final = 80
 JSON_UNEXPECTED_BYTE: Final = 81
@@ -432,6 +439,9 @@ O_SELECT: Final = 24
 O_NULLFILL: Final = 25
 O_DEFAULT: Final = 26
 O_BRANCH_ERR: Final = 27
+# a reader time-millis (int32 slot) / time-micros (int64 slot): arg bounds the values, see plan.py
+O_TIME_MS: Final = 28
+O_TIME_US: Final = 29
 # skips of writer-only data
 O_SK_NOP: Final = 30
 O_SK_BOOL: Final = 31
@@ -465,6 +475,7 @@ E_MAP: Final = 12
 E_OPTION: Final = 13
 E_DEC_BYTES: Final = 14
 E_DEC_FIXED: Final = 15
+E_UNION: Final = 16  # an Arrow union column: the branch comes from its type code
 # Avro encoding: statuses (the encoder turns them into EncodeError)
 ENC_NULL_VALUE: Final = 1  # null where the schema has no null
 ENC_NOT_NULL: Final = 2  # a value where the schema is "null"
@@ -494,6 +505,9 @@ J_NULLABLE: Final = 15
 J_ARRAY: Final = 16
 J_MAP: Final = 17
 J_OBJECT: Final = 18
+# an integral number of milliseconds / microseconds since midnight, below one day (Pulsar JSON times)
+J_TIME_MILLIS: Final = 19
+J_TIME_MICROS: Final = 20
 # deepest nesting of JSON arrays and objects in one payload (skipped values included)
 JSON_MAX_DEPTH: Final = 256
 

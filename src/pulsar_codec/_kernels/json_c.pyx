@@ -526,8 +526,12 @@ cdef int64_t integral(jctx *c, int64_t pos, const jdecimal *dp, int32_t op, int6
         v *= 10
     if op == defs.J_INT:
         limit = (<uint64_t> 1 << 31) - 1 + d.negative
-    else:
+    elif op == defs.J_LONG:
         limit = (<uint64_t> 1 << 63) - 1 + d.negative
+    else:  # J_TIME_MILLIS, J_TIME_MICROS: [0, one day) (v > 0 here: a zero has no digits)
+        limit = <uint64_t> (defs.MS_PER_DAY - 1 if op == defs.J_TIME_MILLIS else defs.MS_PER_DAY * 1000 - 1)
+        if d.negative:
+            return fail(c, defs.JSON_NUMBER_RANGE, pos, op)
     if v > limit:
         return fail(c, defs.JSON_NUMBER_RANGE, pos, op)
     value[0] = -<int64_t> v if d.negative else <int64_t> v
@@ -1038,9 +1042,17 @@ cdef int64_t enum_value(jctx *c, const jnode *nd, int64_t pos) noexcept nogil:
 
 
 ctypedef union jnum:
-    int64_t i  # J_INT, J_LONG
+    int64_t i  # J_INT, J_LONG, J_TIME_MILLIS, J_TIME_MICROS
     double d   # J_DOUBLE
     float f    # J_FLOAT
+
+
+cdef inline bint integral_op(int32_t op) noexcept nogil:
+    return op == defs.J_INT or op == defs.J_LONG or op == defs.J_TIME_MILLIS or op == defs.J_TIME_MICROS
+
+
+cdef inline bint number_op(int32_t op) noexcept nogil:
+    return integral_op(op) or op == defs.J_DOUBLE or op == defs.J_FLOAT
 
 
 cdef int64_t number_value(jctx *c, const jnode *nd, int64_t pos, jnum *out) noexcept nogil:
@@ -1054,7 +1066,7 @@ cdef int64_t number_value(jctx *c, const jnode *nd, int64_t pos, jnum *out) noex
     end = scan_number(c, pos, &d)
     if end < 0:
         return -1
-    if nd.op == defs.J_INT or nd.op == defs.J_LONG:
+    if integral_op(nd.op):
         if integral(c, pos, &d, nd.op, &out.i):
             return -1
         return end
@@ -1076,7 +1088,7 @@ cdef int64_t number(jctx *c, const jnode *nd, int64_t pos) noexcept nogil:
     cdef int64_t end = number_value(c, nd, pos, &v)
     if end < 0:
         return -1
-    if nd.op == defs.J_INT or nd.op == defs.J_LONG:
+    if integral_op(nd.op):
         if put_long(c, v.i):
             return -1
     elif nd.op == defs.J_DOUBLE:
@@ -1318,7 +1330,7 @@ cdef int64_t value(jctx *c, const jnode *nd, int64_t pos) noexcept nogil:
         if expect(c, pos, 3):
             return -1
         return write_string(c, pos)
-    if op == defs.J_LONG or op == defs.J_INT or op == defs.J_DOUBLE or op == defs.J_FLOAT:
+    if number_op(op):
         return number(c, nd, pos)
     if op == defs.J_NULLABLE:
         if c.s[pos] == 0x6E:
@@ -1808,14 +1820,14 @@ cdef inline int64_t d_leaf(jctx *c, const jnode *nd, int64_t pos) noexcept nogil
         if expect(c, pos, 3):
             return -1
         return add_string(c, s, pos, True)
-    if op == defs.J_LONG or op == defs.J_INT or op == defs.J_DOUBLE or op == defs.J_FLOAT:
+    if number_op(op):
         end = number_value(c, nd, pos, &v)
         if end < 0:
             return -1
-        if nd.acode == defs.O_LONG:
+        if nd.acode == defs.O_LONG or nd.acode == defs.O_TIME_US:  # (a time's range: checked by number_value)
             if add_i64(c, s, v.i):
                 return -1
-        elif nd.acode == defs.O_INT:
+        elif nd.acode == defs.O_INT or nd.acode == defs.O_TIME_MS:
             if add_i32(c, s, v.i):
                 return -1
         elif nd.acode == defs.O_DOUBLE:
@@ -1828,7 +1840,7 @@ cdef inline int64_t d_leaf(jctx *c, const jnode *nd, int64_t pos) noexcept nogil
         end = format_value(c, nd, pos, &x)
         if end < 0:
             return -1
-        if nd.acode == defs.O_LONG:
+        if nd.acode == defs.O_LONG or nd.acode == defs.O_TIME_US:  # (J_TIME: HH:MM:SS is within the day)
             if add_i64(c, s, x):
                 return -1
         elif add_i32(c, s, x):
@@ -1898,7 +1910,8 @@ cdef int64_t d_top(jctx *c, const jnode *root, int32_t wrap) noexcept nogil:
 # -- Python-level: programs, the batch driver --------------------------------------------------------
 
 _SCALARS = frozenset((defs.J_NULL, defs.J_BOOL, defs.J_INT, defs.J_LONG, defs.J_FLOAT, defs.J_DOUBLE, defs.J_STRING,
-                      defs.J_BYTES_B64, defs.J_TIMESTAMP, defs.J_DATE, defs.J_TIME, defs.J_TEXT))
+                      defs.J_BYTES_B64, defs.J_TIMESTAMP, defs.J_DATE, defs.J_TIME, defs.J_TEXT, defs.J_TIME_MILLIS,
+                      defs.J_TIME_MICROS))
 
 
 # (node op, Avro op code) pairs that decode() appends to the builders as it parses
@@ -1906,7 +1919,8 @@ _DIRECT_LEAVES = frozenset((
     (defs.J_LONG, defs.O_LONG), (defs.J_INT, defs.O_INT), (defs.J_DOUBLE, defs.O_DOUBLE),
     (defs.J_FLOAT, defs.O_FLOAT), (defs.J_STRING, defs.O_STRING), (defs.J_TEXT, defs.O_STRING),
     (defs.J_BOOL, defs.O_BOOL), (defs.J_TIMESTAMP, defs.O_LONG), (defs.J_TIME, defs.O_LONG),
-    (defs.J_DATE, defs.O_INT), (defs.J_ENUM, defs.O_ENUM),
+    (defs.J_DATE, defs.O_INT), (defs.J_ENUM, defs.O_ENUM), (defs.J_TIME, defs.O_TIME_US),
+    (defs.J_TIME_MILLIS, defs.O_TIME_MS), (defs.J_TIME_MICROS, defs.O_TIME_US),
 ))
 
 

@@ -10,6 +10,8 @@ the errors are the same. A program node is a tuple whose first item is its op:
 ``(J_NULL,)``              null; writes nothing
 ``(J_BOOL,)``              true / false -> one byte
 ``(J_INT,)`` ``(J_LONG,)`` an integral number (``1.0`` and ``1e3`` count) -> zigzag varint
+``(J_TIME_MILLIS,)`` ``(J_TIME_MICROS,)``  the same, for a Pulsar JSON time-millis / time-micros: a
+                           number outside [0, one day) is JSON_NUMBER_RANGE
 ``(J_FLOAT,)``             a number -> float32 LE: the correctly rounded double, then rounded to float32
                            (``struct.pack('<f', float(text))``); a finite value past the float32 range
                            is JSON_NUMBER_RANGE
@@ -77,6 +79,8 @@ from .defs import (
     J_STRING,
     J_TEXT,
     J_TIME,
+    J_TIME_MICROS,
+    J_TIME_MILLIS,
     J_TIMESTAMP,
     JSON_BAD_FORMAT,
     JSON_DEPTH_EXCEEDED,
@@ -102,6 +106,13 @@ Node: TypeAlias = tuple[Any, ...]
 
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+# the values an integral node takes: (lowest, highest)
+_INT_BOUNDS = {
+    J_INT: (_INT32_MIN, _INT32_MAX),
+    J_LONG: (_INT64_MIN, _INT64_MAX),
+    J_TIME_MILLIS: (0, 86_400_000 - 1),
+    J_TIME_MICROS: (0, 86_400_000_000 - 1),
+}
 _SCALARS = (
     J_NULL,
     J_BOOL,
@@ -115,6 +126,8 @@ _SCALARS = (
     J_DATE,
     J_TIME,
     J_TEXT,
+    J_TIME_MILLIS,
+    J_TIME_MICROS,
 )
 
 _WS = re.compile(rb"[ \t\n\r]*")
@@ -327,6 +340,8 @@ class _Row:
             J_BOOL: self.boolean,
             J_INT: self.integer,
             J_LONG: self.integer,
+            J_TIME_MILLIS: self.integer,
+            J_TIME_MICROS: self.integer,
             J_FLOAT: self.real,
             J_DOUBLE: self.real,
             J_STRING: self.string,
@@ -555,7 +570,7 @@ class _Row:
         value = _integral(self.buf[pos:end])
         if value is None:
             raise _Fail(JSON_WRONG_TYPE, pos, 2)
-        low, high = (_INT32_MIN, _INT32_MAX) if node[0] == J_INT else (_INT64_MIN, _INT64_MAX)
+        low, high = _INT_BOUNDS[node[0]]
         if not low <= value <= high:
             raise _Fail(JSON_NUMBER_RANGE, pos, node[0])
         self.out += _zigzag(value)

@@ -32,6 +32,8 @@ from .._kernels.defs import (
     J_OBJECT,
     J_TEXT,
     J_TIME,
+    J_TIME_MICROS,
+    J_TIME_MILLIS,
     J_TIMESTAMP,
 )
 from ..errors import EncodeError
@@ -173,7 +175,7 @@ def _to_json_values(program: tuple[Any, ...], shadow: av.Schema, v: Any) -> Any:
         return v.isoformat()
     if op in (J_BYTES_B64, J_FIXED_B64) and isinstance(v, (bytes, bytearray)):
         return binascii.b2a_base64(bytes(v), newline=False).decode("ascii")
-    if op in (J_INT, J_LONG):
+    if op in (J_INT, J_LONG, J_TIME_MILLIS, J_TIME_MICROS):
         return _avro_number(shadow, v)
     return v
 

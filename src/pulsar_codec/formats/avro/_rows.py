@@ -5,7 +5,11 @@ the Arrow/Avro pairings the columnar binding does not cover, and to word the err
 encode kernel stopped at (so both paths raise the same :class:`~pulsar_codec.errors.EncodeError`
 text). A record value may leave out fields that have a default (the default is written, as
 fastavro and confluent-kafka do); a ``duration`` may also be given as its 12 Avro bytes, a ``uuid``
-on ``fixed(16)`` as text, a ``uuid.UUID`` or its 16 bytes.
+on ``fixed(16)`` as text, a ``uuid.UUID`` or its 16 bytes. A value for a union is written with the
+first branch that accepts it, unless it is a :class:`Branch` (what the encoder makes of an Arrow union
+element: its type code chose the branch). Decimals are written only when exact: a value with more
+fractional digits than the schema's scale, or more digits than its precision, is an error (as in
+Avro Java and fastavro), never rounded.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from ...errors import EncodeError, SchemaError
 from .defaults import encode_default
 from .schema import Array, Enum, Field, Fixed, Map, Primitive, Record, Schema, Union
 
-__all__ = ["accepts", "row_writer"]
+__all__ = ["Branch", "accepts", "row_writer"]
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _EPOCH_NAIVE = datetime.datetime(1970, 1, 1)
@@ -29,6 +33,19 @@ _EPOCH_DATE = datetime.date(1970, 1, 1)
 _pack_f = struct.Struct("<f").pack
 _pack_d = struct.Struct("<d").pack
 _MISSING = object()
+
+
+class Branch:
+    """A union value whose branch is already chosen: ``index`` into the union's branches."""
+
+    __slots__ = ("index", "value")
+
+    def __init__(self, index: int, value: Any) -> None:
+        self.index = index
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"Branch({self.index}, {self.value!r})"
 
 
 def _zz(out: bytearray, n: int) -> None:
@@ -66,6 +83,10 @@ def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # 
         branches = [(b, row_writer(b, f"{path}[{i}]")) for i, b in enumerate(node.branches)]
 
         def w_union(v: Any, out: bytearray) -> None:
+            if isinstance(v, Branch):
+                _zz(out, v.index)
+                branches[v.index][1](v.value, out)
+                return
             for i, (b, f) in enumerate(branches):
                 if accepts(b, v):
                     _zz(out, i)
@@ -126,7 +147,9 @@ def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # 
             if items:
                 _zz(out, len(items))
                 for k, x in items:
-                    kb = str(k).encode("utf-8")
+                    if not isinstance(k, str):  # str(b"k") would write the text "b'k'"
+                        raise EncodeError(f"{path}: map key {k!r} is not a string (Avro map keys are strings)")
+                    kb = k.encode("utf-8")
                     _zz(out, len(kb))
                     out += kb
                     value(x, out)
@@ -136,11 +159,11 @@ def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # 
     if isinstance(node, Fixed):
         size = node.size
         if node.logical == "decimal":
-            scale = node.scale
+            scale, precision = node.scale, node.precision
 
             def w_dec_fixed(v: Any, out: bytearray) -> None:
                 try:
-                    out += _unscaled(v, scale, path).to_bytes(size, "big", signed=True)
+                    out += _unscaled(v, scale, precision, path).to_bytes(size, "big", signed=True)
                 except OverflowError:
                     raise EncodeError(f"{path}: {v!r} does not fit in {size} bytes") from None
 
@@ -178,10 +201,10 @@ def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # 
     assert isinstance(node, Primitive)
     t, lt = node.type, node.logical
     if lt == "decimal":
-        scale = node.scale
+        scale, precision = node.scale, node.precision
 
         def w_dec(v: Any, out: bytearray) -> None:
-            n = _unscaled(v, scale, path)
+            n = _unscaled(v, scale, precision, path)
             data = n.to_bytes((n.bit_length() + 8) // 8 or 1, "big", signed=True)
             _zz(out, len(data))
             out += data
@@ -200,7 +223,10 @@ def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # 
             if isinstance(v, datetime.time):
                 us = ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
                 v = us * unit // 1_000_000
-            zz(out, int(v))
+            n = int(v)
+            if -(1 << 63) <= n < (1 << 63) and not 0 <= n < 86_400 * unit:  # (past 64 bits: _zz's error)
+                raise EncodeError(f"{path}: time of day {n} is outside one day")  # no decoder reads it
+            zz(out, n)
 
         return _guarded(w_time, path, lt)
     if lt and "timestamp" in lt:
@@ -287,10 +313,30 @@ def _guarded(fn: Callable[[Any, bytearray], None], path: str, what: str) -> Call
     return w
 
 
-def _unscaled(v: Any, scale: int, path: str) -> int:
+def _unscaled(v: Any, scale: int, precision: int, path: str) -> int:
+    """The unscaled integer of ``v`` at ``scale``, exactly (integer arithmetic: ``Decimal.scaleb``
+    rounds to the context's 28 digits), refusing what would need rounding or more digits than
+    ``precision``."""
     if not isinstance(v, decimal.Decimal):
         raise EncodeError(f"{path}: expected a Decimal, got {v!r}")
-    return int(v.scaleb(scale).to_integral_value())
+    if not v.is_finite():
+        raise EncodeError(f"{path}: {v!r} is not a finite decimal")
+    sign, digits, exponent = v.as_tuple()
+    assert isinstance(exponent, int)  # finite
+    coefficient = int("".join(map(str, digits)))
+    shift = exponent + scale  # unscaled = coefficient * 10**shift
+    if coefficient == 0:
+        return 0
+    if len(digits) + shift > precision:  # checked first: 10**shift may be huge
+        raise EncodeError(f"{path}: {v!r} has more digits than the schema's precision {precision}")
+    n: int
+    if shift >= 0:
+        n = coefficient * 10**shift
+    else:  # past the coefficient's digits nothing is left but a remainder
+        n, rest = divmod(coefficient, 10**-shift) if -shift <= len(digits) else (0, coefficient)
+        if rest:
+            raise EncodeError(f"{path}: {v!r} cannot be written with scale {scale} without rounding")
+    return -n if sign else n
 
 
 def accepts(node: Schema, v: Any) -> bool:
@@ -310,6 +356,8 @@ def accepts(node: Schema, v: Any) -> bool:
         if node.logical == "decimal":
             return isinstance(v, decimal.Decimal)
         if node.logical == "uuid" and isinstance(v, (str, uuid.UUID)):
+            return True
+        if node.logical == "duration" and hasattr(v, "months"):  # pyarrow's MonthDayNano
             return True
         return isinstance(v, (bytes, bytearray)) and len(v) == node.size
     lt = node.logical

@@ -12,6 +12,9 @@ from .schema import Array, Enum, Fixed, Map, Record, Schema, Union, java_double
 
 __all__ = ["encode_default"]
 
+# time-millis / time-micros: the length of one day in their unit
+_DAY = {"time-millis": 86_400_000, "time-micros": 86_400_000_000}
+
 
 def _zz(n: int, out: bytearray) -> None:
     v = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
@@ -100,6 +103,9 @@ def _enc(node: Schema, v: Any, out: bytearray) -> None:
         lim = 31 if t == "int" else 63
         if not -(2**lim) <= v < 2**lim:
             raise ValueError(f"{t} default {v} out of range")
+        day = _DAY.get(getattr(node, "logical", None) or "")
+        if day is not None and not 0 <= v < day:  # the decoders refuse such a time of day (AVRO_TIME_OUT_OF_RANGE)
+            raise ValueError(f"time of day {v} is outside one day")
         _zz(v, out)
     elif t in ("float", "double"):
         if isinstance(v, str):  # Avro Java reads a string default of a float field as Java's parseDouble does

@@ -4,14 +4,20 @@ Two paths, same bytes:
 
 - the columnar path (the common one): the writer schema is bound to the batch's Arrow arrays as a
   flat program of nodes (validity, values, offsets, enum tables; timestamps, dates and times are
-  rescaled to the Avro unit with numpy, floor division) and an encode kernel
-  (``_avro_encode_c`` / ``_avro_encode_py``, the usual twins) writes every body into one buffer;
-- the row path, for Arrow/Avro pairings the binding does not cover (general unions, durations,
-  decimal256 or decimals of another scale, map keys that are not strings, uint64, float16, struct
+  rescaled to the Avro unit with numpy, floor division; decimals of another scale are cast exactly
+  by Arrow) and an encode kernel (``_avro_encode_c`` / ``_avro_encode_py``, the usual twins) writes
+  every body into one buffer;
+- the row path, for Arrow/Avro pairings the binding does not cover (general unions over columns
+  that are not Arrow unions, durations, decimals that would lose digits, uint64, float16, struct
   fields missing from the batch, int/float mismatches the row writer rejects): one closure per
   schema node over ``to_pylist`` values. Logical types are converted back to their Avro
   representation, dictionary (enum) values are written as symbol indexes, and a value for a union
   is written with the first branch whose type accepts it.
+
+An Arrow union column (dense or sparse) is written branch by branch on both paths: the child an
+element is in names the Avro branch (:func:`union_branches`), so a decoded union encodes back to the
+same bytes. Shapes that would lose values whatever the rows hold (a struct field the record has no
+field for, map keys that are not strings, duplicate names) are refused for the whole batch first.
 
 When the kernel stops at a bad value, the row writer is run on that row alone, so the
 :class:`~pulsar_codec.errors.EncodeError` text is the same on both paths.
@@ -28,10 +34,10 @@ import pyarrow as pa
 from ..._arrow import as_table_like
 from ..._kernels import _backend
 from ...errors import EncodeError
-from ._rows import row_writer
+from ._rows import Branch, row_writer
 from ._uuid import uuid_bytes
 from .from_arrow import schema_for, schema_from_arrow
-from .schema import Array, Enum, Field, Fixed, Map, Primitive, Record, Schema, Union, parse
+from .schema import Array, Enum, Field, Fixed, Map, Named, Primitive, Record, Schema, Union, parse
 
 __all__ = ["Encoder", "schema_from_arrow", "schema_for"]
 
@@ -102,8 +108,246 @@ def _rescale(values: np.ndarray, src_per_s: int, dst_per_s: int, path: str) -> n
     return floored
 
 
+# time-millis / time-micros: one day in their unit (the decoders refuse values outside [0, day))
+_AVRO_DAY = {"time-millis": 86_400_000, "time-micros": 86_400_000_000}
+
+
+def _outside_day(values: np.ndarray, valid: np.ndarray | None, day: int) -> bool:
+    """Whether a non-null value lies outside [0, day)."""
+    bad = (values < 0) | (values >= day)
+    if valid is not None:
+        bad &= valid.astype(bool)
+    return bool(bad.any())
+
+
+def _has_time(t: pa.DataType) -> bool:
+    return pa.types.is_time(t) or any(_has_time(t.field(i).type) for i in range(t.num_fields))
+
+
+def _valid_times(col: pa.Array, path: str) -> None:
+    """A column holding an Arrow time outside one day is invalid Arrow, and ``to_pylist`` would fold
+    that time into the day: refuse it (Arrow's full validation checks exactly that), naming its row
+    when the column is a time column itself."""
+    try:
+        col.validate(full=True)
+    except pa.ArrowInvalid as exc:
+        if pa.types.is_time(col.type):
+            values = _fixed(col, np.int32 if pa.types.is_time32(col.type) else np.int64)
+            bad = (values < 0) | (values >= _UNIT_PER_S[col.type.unit] * 86_400)
+            if col.null_count:
+                bad &= np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                raise EncodeError(f"row {row}: {path}: {exc}", index=row) from None
+        raise EncodeError(f"{path}: {exc}") from None
+
+
 def _is_int(t: pa.DataType) -> bool:
     return any(t == k for k in _SIGNED_OK)
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
+
+
+def _branch_names(node: Schema) -> tuple[str, ...]:
+    """The names an Arrow union child may carry for this Avro branch (the decoder uses the first)."""
+    if isinstance(node, Named):
+        return (node.name, node.fullname)
+    return (node.type,)
+
+
+def union_branches(t: pa.DataType, node: Union) -> list[int] | None:
+    """The Avro branch of each child of the Arrow union type ``t`` (None: no mapping, values choose).
+
+    Children named as the branches (the decoder's names: the type, or a named type's name) map by
+    name; otherwise by position, over all branches when the counts agree, else over the branches
+    other than null (a derived schema puts null in front of a nullable union's members).
+    """
+    names = [t.field(i).name for i in range(t.num_fields)]
+    by_name: dict[str, int] = {}
+    for i, b in enumerate(node.branches):
+        for name in _branch_names(b):
+            by_name.setdefault(name, i)
+    named = [by_name.get(n, -1) for n in names]
+    if -1 not in named and len(set(named)) == len(named):
+        return named
+    if len(names) == len(node.branches):
+        return list(range(len(names)))
+    others = [i for i, b in enumerate(node.branches) if b.type != "null"]
+    if len(names) == len(others):
+        return others
+    return None
+
+
+def _union_layout(arr: pa.Array, path: str) -> tuple[np.ndarray, np.ndarray, list[pa.Array]]:
+    """(child of each element as int64, index of each element in its child, the children) of a union
+    array. pyarrow's ``type_codes`` / ``offsets`` ignore a slice's offset: the buffers are read here."""
+    t = arr.type
+    n, off = len(arr), arr.offset
+    bufs = arr.buffers()
+    codes = np.frombuffer(bufs[1], dtype=np.uint8, count=off + n)[off:] if n else np.zeros(0, np.uint8)
+    lut = np.full(256, -1, dtype=np.int64)
+    lut[list(t.type_codes)] = np.arange(t.num_fields)
+    kid = lut[codes]
+    children = [arr.field(i) for i in range(t.num_fields)]
+    if t.mode == "dense":
+        where = np.frombuffer(bufs[2], dtype=np.int32, count=off + n)[off:].astype(np.int64) if n else kid
+    else:  # a sparse union's children are sliced as the union is: element j is element j
+        where = np.arange(n, dtype=np.int64)
+    sizes = np.array([len(c) for c in children] or [0], dtype=np.int64)
+    if n and ((kid < 0).any() or (where < 0).any() or (where >= sizes[np.maximum(kid, 0)]).any()):
+        raise EncodeError(f"{path}: the Arrow union array is malformed (a type code or offset names no value)")
+    return kid, where, children
+
+
+def _has_union(t: pa.DataType) -> bool:
+    return pa.types.is_union(t) or any(_has_union(t.field(i).type) for i in range(t.num_fields))
+
+
+def _pylist(arr: pa.Array, node: Schema, path: str) -> list[Any]:
+    """``arr.to_pylist()`` for the row writer, except that the elements of Arrow unions become
+    :class:`Branch` values (their child names the branch, as on the columnar path)."""
+    t = arr.type
+    if not _has_union(t):
+        return list(arr.to_pylist())
+    if isinstance(node, Union):
+        if pa.types.is_union(t):
+            return _union_pylist(arr, node, path)
+        if node.nullable_of is None:
+            return list(arr.to_pylist())  # the values choose their branch
+        node = node.nullable_of
+    valid = arr.is_valid().to_pylist()
+    n = len(arr)
+    if isinstance(node, Record) and pa.types.is_struct(t):
+        present = {t.field(i).name for i in range(t.num_fields)}
+        cols = {
+            f.name: _pylist(arr.field(f.name), f.type, f"{path}.{f.name}") for f in node.fields if f.name in present
+        }
+        return [{k: c[j] for k, c in cols.items()} if valid[j] else None for j in range(n)]
+    if isinstance(node, Array) and (pa.types.is_list(t) or pa.types.is_large_list(t)):
+        offs = arr.offsets.to_pylist()
+        items = _pylist(arr.values, node.items, f"{path}[]")
+        return [items[offs[j] : offs[j + 1]] if valid[j] else None for j in range(n)]
+    if isinstance(node, Array) and pa.types.is_fixed_size_list(t):
+        size = t.list_size
+        items = _pylist(arr.values, node.items, f"{path}[]")
+        return [items[(arr.offset + j) * size : (arr.offset + j + 1) * size] if valid[j] else None for j in range(n)]
+    if isinstance(node, Map) and pa.types.is_map(t):
+        offs = arr.offsets.to_pylist()
+        keys = arr.values.field(0).to_pylist()
+        values = _pylist(arr.values.field(1), node.values, f"{path}{{}}")
+        return [
+            list(zip(keys[offs[j] : offs[j + 1]], values[offs[j] : offs[j + 1]])) if valid[j] else None
+            for j in range(n)
+        ]
+    return list(arr.to_pylist())
+
+
+def _union_pylist(arr: pa.Array, node: Union, path: str) -> list[Any]:
+    branch = union_branches(arr.type, node)
+    if branch is None:
+        return list(arr.to_pylist())
+    kid, where, children = _union_layout(arr, path)
+    values = [_pylist(c, node.branches[b], f"{path}[{b}]") for c, b in zip(children, branch)]
+    has_null = node.null_index is not None
+    out: list[Any] = []
+    for k, m in zip(kid.tolist(), where.tolist()):
+        v = values[k][m]
+        out.append(None if v is None and has_null else Branch(branch[k], v))
+    return out
+
+
+def _duplicates(names: list[str]) -> list[str]:
+    if len(set(names)) == len(names):
+        return []
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for n in names:
+        (twice if n in seen else seen).add(n)
+    return sorted(twice)
+
+
+def _check_fit(node: Schema, t: pa.DataType, path: str) -> None:
+    """Refuse Arrow shapes whose values the Avro type would lose or garble, whatever the rows hold:
+    struct fields the record has no field for (as top-level columns are), duplicate field names,
+    map keys that are not text. Only where the Avro type of the Arrow type is known (no value-chosen
+    union branch)."""
+    if isinstance(node, Union):
+        if pa.types.is_union(t):
+            branch = union_branches(t, node)
+            for i, b in enumerate(branch or ()):
+                _check_fit(node.branches[b], t.field(i).type, f"{path}[{b}]")
+        elif node.nullable_of is not None:
+            _check_fit(node.nullable_of, t, path)
+        return
+    if isinstance(node, Record) and pa.types.is_struct(t):
+        names = [t.field(i).name for i in range(t.num_fields)]
+        twice = _duplicates(names)
+        if twice:
+            raise EncodeError(f"{path}: the Arrow struct has duplicate field name(s) {twice}")
+        wanted = {f.name for f in node.fields}
+        extra = [n for n in names if n not in wanted]
+        if extra:
+            raise EncodeError(
+                f"{path}: the Arrow struct has field(s) {extra} that {node.fullname} has no field for; "
+                "their values would be lost"
+            )
+        for f in node.fields:
+            if f.name in names:
+                _check_fit(f.type, t.field(f.name).type, f"{path}.{f.name}")
+    elif isinstance(node, Array) and (
+        pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+    ):
+        _check_fit(node.items, t.value_type, f"{path}[]")
+    elif isinstance(node, Map) and pa.types.is_map(t):
+        key = t.key_type
+        if not (_is_text(key) or (pa.types.is_dictionary(key) and _is_text(key.value_type))):
+            raise EncodeError(f"{path}: Avro map keys are strings, the Arrow map's keys are {key}")
+        _check_fit(node.values, t.item_type, f"{path}{{}}")
+
+
+def _decimal128(arr: pa.Array, node: Primitive | Fixed, path: str) -> pa.Array:
+    """``arr`` as decimal128 at the schema's scale, every value within its precision. Arrow's safe
+    cast rescales exactly (a value that would lose digits fails it); any failure takes the row path,
+    whose writer names the row."""
+    t = arr.type
+    if not pa.types.is_decimal(t):
+        raise _Unbindable(path)
+    if not (pa.types.is_decimal128(t) and t.scale == node.scale):
+        digits = max(1, min(38, t.precision - t.scale + node.scale))
+        try:
+            arr = arr.cast(pa.decimal128(digits, node.scale))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise _Unbindable(path) from None
+    if arr.type.precision > node.precision and not _within_precision(arr, node.precision):
+        raise _Unbindable(path)
+    return arr
+
+
+def _within_precision(arr: pa.Array, precision: int) -> bool:
+    """Whether every valid value of a decimal128 array has at most ``precision`` digits (vectorised
+    compare of the unscaled values with +-10**precision: on int64 when the values fit it, else on
+    the 128-bit words)."""
+    n = len(arr)
+    if n == 0 or arr.buffers()[1] is None:
+        return True
+    words = np.frombuffer(arr.buffers()[1], dtype="<i8", count=2 * (arr.offset + n))[2 * arr.offset :]
+    lo, hi = words[0::2], words[1::2]
+    valid = _validity(arr)
+    limit = 10**precision
+    if precision <= 18:  # |v| < 10**precision <= 10**18 < 2**63: v must be an int64
+        bad = (hi != (lo >> 63)) | (lo >= limit) | (lo <= -limit)
+    else:
+        ulo = lo.view(np.uint64)
+        top_hi, top_lo = divmod(limit, 1 << 64)
+        low_hi, low_lo = divmod((1 << 128) - limit, 1 << 64)  # -limit in two's complement
+        th, tl, lh, ll = np.int64(top_hi), np.uint64(top_lo), np.int64(low_hi - (1 << 64)), np.uint64(low_lo)
+        bad = ~((hi < th) | ((hi == th) & (ulo < tl)))
+        bad |= ~((hi > lh) | ((hi == lh) & (ulo > ll)))
+    if valid is not None:
+        bad &= valid.astype(bool)
+    return not bool(bad.any())
 
 
 class _Binder:
@@ -137,11 +381,44 @@ class _Binder:
         self.nodes[idx] = (code, first, len(kids), arg, arg2, valid, data, offs, table)
         return idx
 
+    def bind_union(self, node: Union, arr: pa.Array, path: str) -> int:
+        """An Arrow union column: one node per Arrow child, which writes its own branch index (and
+        the null branch for its null elements, when the Avro union has one)."""
+        k = self.k
+        branch = union_branches(arr.type, node)
+        if branch is None:
+            raise _Unbindable(path)
+        kid, where, children = _union_layout(arr, path)
+        null = node.null_index
+
+        def child_node(child: pa.Array, b: int) -> int:
+            target, bpath = node.branches[b], f"{path}[{b}]"
+            if null is not None and target.type != "null":
+                return self.node(
+                    k.E_OPTION,
+                    path,
+                    valid=_validity(child),
+                    arg=null,
+                    arg2=b,
+                    children=[lambda: self.bind(target, child, bpath, own_valid=False)],
+                )
+            return self.node(k.E_OPTION, path, arg2=b, children=[lambda: self.bind(target, child, bpath)])
+
+        return self.node(
+            k.E_UNION,
+            path,
+            data=kid,
+            offs=where,
+            children=[lambda c=c, b=b: child_node(c, b) for c, b in zip(children, branch)],
+        )
+
     def bind(self, node: Schema, arr: pa.Array, path: str, strict: bool = False, own_valid: bool = True) -> int:  # noqa: C901
         k = self.k
         t = arr.type
         valid = _validity(arr) if own_valid else None
         if isinstance(node, Union):
+            if pa.types.is_union(t):
+                return self.bind_union(node, arr, path)
             if len(node.branches) != 2 or node.null_index is None:
                 raise _Unbindable(path)
             vb = 1 - node.null_index
@@ -195,7 +472,7 @@ class _Binder:
                 k.E_ARRAY, path, valid=valid, offs=offs, children=[lambda: self.bind(node.items, values, f"{path}[]")]
             )
         if isinstance(node, Map):
-            if not pa.types.is_map(t) or not (pa.types.is_string(t.key_type) or pa.types.is_large_string(t.key_type)):
+            if not pa.types.is_map(t) or not _is_text(t.key_type):
                 raise _Unbindable(path)
             offs = arr.offsets.to_numpy().astype(np.int64)
             entries = arr.values
@@ -215,8 +492,7 @@ class _Binder:
             )
         if isinstance(node, Fixed):
             if node.logical == "decimal":
-                if not pa.types.is_decimal128(t) or t.scale != node.scale:
-                    raise _Unbindable(path)
+                arr = _decimal128(arr, node, path)
                 return self.node(
                     k.E_DEC_FIXED, path, valid=valid, data=_fixed(arr, "V16").view(np.uint8), arg=node.size
                 )
@@ -240,14 +516,16 @@ class _Binder:
         assert isinstance(node, Primitive)
         nt, lt = node.type, node.logical
         if lt == "decimal":
-            if not pa.types.is_decimal128(t) or t.scale != node.scale:
-                raise _Unbindable(path)
+            arr = _decimal128(arr, node, path)
             return self.node(k.E_DEC_BYTES, path, valid=valid, data=_fixed(arr, "V16").view(np.uint8))
         if lt == "date" or lt in ("time-millis", "time-micros") or (lt and "timestamp" in lt):
             # date and time-millis annotate an Avro int: E_INT range-checks their values
             code = k.E_INT if nt == "int" else k.E_LONG
             if _is_int(t) and not strict:  # the row writer takes plain integers as they are
-                return self.node(code, path, valid=valid, data=_ints(arr))
+                data = _ints(arr)
+                if lt.startswith("time-") and _outside_day(data, valid, _AVRO_DAY[lt]):
+                    raise _Unbindable(path)  # the row writer refuses the value and names its row
+                return self.node(code, path, valid=valid, data=data)
             if lt == "date":
                 if pa.types.is_date32(t):
                     return self.node(code, path, valid=valid, data=_fixed(arr, np.int32).astype(np.int64))
@@ -348,6 +626,9 @@ class Encoder:
         if isinstance(data, pa.Table):
             data = data.combine_chunks()
         is_record = isinstance(self.schema, Record)
+        twice = _duplicates(data.schema.names)
+        if twice:  # which of the columns would be written is anyone's guess
+            raise EncodeError(f"the batch has duplicate column name(s) {twice}")
         if is_record:
             names = [f.name for f in self._fields]
             missing = [n for n in names if n not in data.schema.names]
@@ -364,6 +645,11 @@ class Encoder:
             if data.num_columns != 1:
                 raise EncodeError("a non-record schema needs a batch with exactly one column")
             cols = [_array(data.column(0))]
+        for i, c in enumerate(cols):  # (both paths: to_pylist would fold such a time into the day)
+            if _has_time(c.type):
+                _valid_times(c, f"{self._top}.{self._fields[i].name}" if is_record else self._top)
+        for node, col, path in zip(self._nodes, cols, self._paths):
+            _check_fit(node, col.type, path)
         n = data.num_rows
         null_rows = None
         if cols and any(c.null_count for c in cols):
@@ -419,23 +705,47 @@ class Encoder:
     def _top(self) -> str:
         return self.schema.fullname if hasattr(self.schema, "fullname") else self.schema.type
 
+    @property
+    def _nodes(self) -> list[Schema]:
+        """The Avro type of each column."""
+        return [f.type for f in self._fields] if isinstance(self.schema, Record) else [self.schema]
+
+    @property
+    def _paths(self) -> list[str]:
+        """The error path of each column."""
+        if isinstance(self.schema, Record):
+            return [f"{self._top}.{f.name}" for f in self._fields]
+        return [self._top]
+
     def _row(self, cols: list[Any], i: int, is_record: bool) -> Any:
+        values = [_pylist(c.slice(i, 1), node, path)[0] for c, node, path in zip(cols, self._nodes, self._paths)]
         if is_record:
-            return {f.name: c[i].as_py() for f, c in zip(self._fields, cols)}
-        return cols[0][i].as_py()
+            return {f.name: v for f, v in zip(self._fields, values)}
+        return values[0]
 
     def _raise_for_row(self, cols: list[Any], i: int, is_record: bool) -> None:
         try:
-            self._write(self._row(cols, i, is_record), bytearray())
+            row = self._row(cols, i, is_record)
+        except EncodeError:
+            raise
+        except (OverflowError, ValueError):  # a value Python cannot hold (a date past 9999): the caller's text
+            return
+        try:
+            self._write(row, bytearray())
         except EncodeError as exc:
             raise EncodeError(f"row {i}: {exc}", index=i) from None
 
     def _encode_rows(self, cols: list[Any], n: int, is_record: bool, skip: np.ndarray | None) -> pa.Array:
         """The row path: one closure per schema node over ``to_pylist`` values."""
-        try:
-            values = [c.to_pylist() for c in cols]
-        except (OverflowError, ValueError) as exc:  # e.g. a timestamp far past what datetime holds
-            raise EncodeError(f"{self._top}: a value cannot be encoded ({exc})") from None
+        values = []
+        for c, node, path in zip(cols, self._nodes, self._paths):
+            try:
+                values.append(_pylist(c, node, path))
+            except EncodeError:
+                raise
+            except (OverflowError, ValueError) as exc:  # e.g. a timestamp far past what datetime holds
+                bad = _first_unconvertible(c, node, path)
+                raise EncodeError(f"row {bad}: {path}: a value cannot be encoded ({exc})", index=bad) from None
         names = [f.name for f in self._fields] if is_record else []
         skip_list = [False] * n if skip is None else skip.tolist()
         write = self._write
@@ -460,6 +770,21 @@ class Encoder:
         from .schema import to_json
 
         return json.dumps(to_json(self.schema))
+
+
+def _first_unconvertible(col: pa.Array, node: Schema, path: str) -> int | None:
+    """The first row of ``col`` that Python cannot hold (only called once converting all failed)."""
+    step = 1024
+    for start in range(0, len(col), step):
+        try:
+            _pylist(col.slice(start, step), node, path)
+        except (OverflowError, ValueError):
+            for i in range(start, min(start + step, len(col))):
+                try:
+                    _pylist(col.slice(i, 1), node, path)
+                except (OverflowError, ValueError):
+                    return i
+    return None  # pragma: no cover - the whole column failed, so one of its rows does
 
 
 def _array(col: Any) -> pa.Array:

@@ -15,7 +15,11 @@ __all__ = ["schema_for", "schema_from_arrow"]
 def _avro_of(t: pa.DataType, name: str, nullable: bool, names: set[str], depth: int) -> Any:
     base = _avro_type(t, name, names, depth)
     # an all-null column (Arrow's null type) is Avro "null" itself: ["null", "null"] is no union
-    return ["null", base] if nullable and not pa.types.is_null(t) else base
+    if not nullable or pa.types.is_null(t):
+        return base
+    if isinstance(base, list):  # an Arrow union: null joins its branches (a union holds no union)
+        return base if "null" in base else ["null", *base]
+    return ["null", base]
 
 
 def _avro_field(f: pa.Field, names: set[str], depth: int) -> dict[str, Any]:

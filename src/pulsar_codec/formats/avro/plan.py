@@ -44,6 +44,7 @@ from ..._kernels.defs import (
     K_RAW,
     K_STRUCT,
     K_UNION,
+    MS_PER_DAY,
     O_ARRAY,
     O_BOOL,
     O_BRANCH_ERR,
@@ -81,6 +82,8 @@ from ..._kernels.defs import (
     O_SK_UNION,
     O_SK_VARINT,
     O_STRING,
+    O_TIME_MS,
+    O_TIME_US,
     O_UNION,
 )
 from ...errors import SchemaError
@@ -504,6 +507,8 @@ class _Planner:
             return _Op(
                 O_DEC_BYTES, sid, arg=self.slots[sid].width, arg2=r.precision, const=self._bound(r.precision, sid)
             )
+        if r.logical in ("time-millis", "time-micros"):
+            return self._time(wt, r.logical, sid)
         code = {
             ("null", "null"): O_NULL,
             ("boolean", "boolean"): O_BOOL,
@@ -523,6 +528,18 @@ class _Planner:
             ("string", "bytes"): O_BYTES,
         }[(wt, rt)]
         return _Op(code, sid)
+
+    def _time(self, wt: str, logical: str, sid: int) -> _Op:
+        """A reader time of day: Arrow's time32[ms] / time64[us] hold only [0, one day), so the op
+        refuses other values (as Avro Java's ``LocalTime`` does). The op passes a value v with
+        0 <= v < arg; any other is AVRO_INT_OUT_OF_RANGE when the writer wrote an int (arg2 = 1)
+        and v is outside 32 bits, else AVRO_TIME_OUT_OF_RANGE. A writer int read as time-micros
+        takes 2**31 as its bound, below one day of microseconds: past it the int is the error."""
+        if logical == "time-millis":  # the reader is an int: so is the writer
+            return _Op(O_TIME_MS, sid, arg=MS_PER_DAY, arg2=1)
+        if wt == "int":
+            return _Op(O_TIME_US, sid, arg=2**31, arg2=1)
+        return _Op(O_TIME_US, sid, arg=MS_PER_DAY * 1000, arg2=0)
 
     def record(self, w: Record, r: Record, sid: int, path: str) -> _Op:
         kids: list[_Op] = []

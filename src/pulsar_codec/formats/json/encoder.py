@@ -13,9 +13,13 @@ confluent-kafka serialises a dict with ``orjson.dumps`` when orjson imports, els
 - ``date-time`` properties as ``datetime.isoformat()`` of the UTC instant
   (``2024-01-02T03:04:05.123456+00:00``, no fraction when it is zero, nine digits for a
   nanosecond remainder) -- the text orjson writes for an aware datetime; ``date`` as
-  ``YYYY-MM-DD``, ``time`` as ``HH:MM:SS[.ffffff]``; ``contentEncoding: base64`` as standard
-  base64 with padding; maps as objects, lists as arrays, enums (dictionary columns) as their strings;
+  ``YYYY-MM-DD`` (a date64 must hold whole days), ``time`` as ``HH:MM:SS[.ffffff]`` (time32 or
+  time64, within one day); ``contentEncoding: base64`` as standard base64 with padding; maps as
+  objects (binary keys must be UTF-8), lists as arrays, enums (dictionary columns) as their strings;
   a JSON-text column (what the decoder gives for schemas Arrow cannot type) as that JSON, compacted;
+- a string given for a ``date-time`` / ``date`` / ``time`` / base64 property is written as is when
+  this package's decoder reads it back (the JSON kernels' rules: RFC 3339 with valid fields and
+  days, padded standard base64, a fixed's size), else it is an EncodeError;
 - Pulsar JSON (an Avro definition) the way Jackson writes it: bytes and fixed as base64, enums by
   name, logical types as their Avro numbers (timestamp-millis as epoch milliseconds, date as days...).
 
@@ -40,6 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..._arrow import as_table_like
+from ..._kernels import json_py as _kernel
 from ..._kernels.defs import (
     J_ARRAY,
     J_BOOL,
@@ -58,6 +63,8 @@ from ..._kernels.defs import (
     J_STRING,
     J_TEXT,
     J_TIME,
+    J_TIME_MICROS,
+    J_TIME_MILLIS,
     J_TIMESTAMP,
 )
 from ...errors import EncodeError
@@ -67,6 +74,12 @@ from .schema import JsonSchemaModel, parse
 
 __all__ = ["JsonEncoder", "dumps_text"]
 
+# the pure JSON kernel's readers of format strings: what one value must pass to read back
+_kernel_base64 = _kernel._base64
+_timestamp_micros = _kernel._timestamp_micros
+_date_days = _kernel._date_days
+_time_micros = _kernel._time_micros
+
 _LS = pa.large_string()
 _EMPTY = pa.scalar("", _LS)
 _NULL_TEXT = pa.scalar("null", _LS)
@@ -75,7 +88,13 @@ _CONTROL = r"[\x00-\x1f]"
 _SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 _UNIT_PER_S = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
 _AVRO_UNIT = {"millis": 1000, "micros": 1_000_000, "nanos": 1_000_000_000}
-_INT_RANGE = {J_INT: (-(2**31), 2**31 - 1), J_LONG: (-(2**63), 2**63 - 1)}
+_INT_RANGE = {
+    J_INT: (-(2**31), 2**31 - 1),
+    J_LONG: (-(2**63), 2**63 - 1),
+    J_TIME_MILLIS: (0, 86_400_000 - 1),  # a time of day: the decoders refuse others
+    J_TIME_MICROS: (0, 86_400_000_000 - 1),
+}
+_INT_WORD = {J_INT: "int", J_LONG: "long", J_TIME_MILLIS: "time-millis", J_TIME_MICROS: "time-micros"}
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _EPOCH_DAY = datetime.date(1970, 1, 1)
 _UTC_SUFFIX = "+00:00"
@@ -83,6 +102,30 @@ _UTC_SUFFIX = "+00:00"
 
 def _c(text: str) -> pa.Scalar:
     return pa.scalar(text, _LS)
+
+
+class _RowError(Exception):
+    """A value that cannot be written, at position ``row`` of the array being encoded; each list or
+    map level above moves ``row`` to its own row (:meth:`up`) until it is the batch's row."""
+
+    def __init__(self, path: str, row: int, text: str) -> None:
+        super().__init__(path, row, text)
+        self.path, self.row, self.text = path, row, text
+
+    def up(self, offsets: pa.Array) -> _RowError:
+        """The same error at the row of the list (whose items start at ``offsets``) holding it."""
+        starts = np.asarray(offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+        return _RowError(self.path, int(np.searchsorted(starts, self.row, side="right")) - 1, self.text)
+
+    def encode_error(self) -> EncodeError:
+        return EncodeError(f"{self.path}: row {self.row}: {self.text}", index=self.row)
+
+
+def _fail_at(mask: Any, path: str, text: str) -> None:
+    """Raise :class:`_RowError` at the first true (not null) row of ``mask``, if any."""
+    mask = pc.fill_null(mask, False)
+    if pc.any(mask).as_py():
+        raise _RowError(path, _first(mask), text)
 
 
 def _join(*parts: Any) -> pa.Array:
@@ -142,9 +185,7 @@ def _quote(arr: pa.Array) -> pa.Array:
 def _floats(arr: pa.Array, path: str) -> pa.Array:
     """Fragments of a float array in Python ``repr`` form (what ``json.dumps`` writes)."""
     values = arr.cast(pa.float64())
-    finite = pc.is_finite(values)
-    if pc.any(pc.invert(finite)).as_py():
-        raise EncodeError(f"{path}: row {_first(pc.invert(finite))}: NaN and infinities cannot be written as JSON")
+    _fail_at(pc.invert(pc.is_finite(values)), path, "NaN and infinities cannot be written as JSON")
     text = values.cast(pa.string()).cast(_LS)  # Arrow's shortest round-trip digits, in its own layout
     size = pc.abs(values)
     fixed = pc.and_(pc.greater_equal(size, 1e-4), pc.less(size, 1e16))  # where repr uses fixed notation
@@ -183,12 +224,35 @@ def _fraction(rem: np.ndarray, per_s: int) -> pa.Array:
     return pc.if_else(pa.array(rem != 0), out, _EMPTY)
 
 
-def _clock(arr: pa.Array, per_s: int, pattern: str, path: str) -> tuple[pa.Array, pa.Array]:
-    """(whole-second text by ``pattern``, fraction) of integer ``arr`` counted in 1/per_s seconds."""
-    values = np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(), dtype=np.int64)
+def _int64(arr: pa.Array) -> np.ndarray:
+    """The integers under a temporal (or integer) array, nulls as 0. time32 and date32 go through
+    int32: Arrow has no cast from them to int64."""
+    t = arr.type
+    if pa.types.is_time32(t) or pa.types.is_date32(t):
+        arr = arr.cast(pa.int32())
+    return np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(), dtype=np.int64)
+
+
+def _days(arr: pa.Array, path: str) -> np.ndarray:
+    """Days since the epoch of a date32 or date64 array, nulls as 0. A date64 must hold whole days
+    (Arrow's definition of date64); one that does not names no date and is refused."""
+    values = _int64(arr)
+    if pa.types.is_date32(arr.type):
+        return values
+    _fail_at(pa.array(values % 86_400_000 != 0), path, "a date64 value that is not a whole day is not a date")
+    return values // 86_400_000
+
+
+def _clock(
+    values: np.ndarray, per_s: int, pattern: str, path: str, what: str = "a timestamp"
+) -> tuple[pa.Array, pa.Array]:
+    """(whole-second text by ``pattern``, fraction) of integers ``values`` counted in 1/per_s seconds."""
     secs, rem = _split_time(values, per_s)
-    if len(secs) and (secs.min() < -62135596800 or secs.max() > 253402300799):
-        raise EncodeError(f"{path}: a timestamp outside the years 1-9999 cannot be written as RFC 3339")
+    _fail_at(
+        pa.array((secs < -62135596800) | (secs > 253402300799)),
+        path,
+        f"{what} outside the years 1-9999 cannot be written as RFC 3339",
+    )
     whole = pc.strftime(pa.array(secs, pa.timestamp("s")), pattern).cast(_LS)
     return whole, _fraction(rem, per_s)
 
@@ -196,20 +260,114 @@ def _clock(arr: pa.Array, per_s: int, pattern: str, path: str) -> tuple[pa.Array
 def _temporal(op: int, arr: pa.Array, path: str) -> pa.Array:
     t = arr.type
     if op == J_TIMESTAMP and pa.types.is_timestamp(t):
-        whole, frac = _clock(arr, _UNIT_PER_S[t.unit], "%Y-%m-%dT%H:%M:%S", path)
+        whole, frac = _clock(_int64(arr), _UNIT_PER_S[t.unit], "%Y-%m-%dT%H:%M:%S", path)
         out = _join('"', whole, frac, _UTC_SUFFIX + '"')
     elif op == J_DATE and (pa.types.is_date32(t) or pa.types.is_date64(t)):
-        days = np.asarray(arr.cast(pa.date32()).cast(pa.int32()).fill_null(0).to_numpy(), dtype=np.int64)
-        whole, _ = _clock(pa.array(days * 86_400), 1, "%Y-%m-%d", path)
+        whole, _ = _clock(_days(arr, path) * 86_400, 1, "%Y-%m-%d", path, "a date")
         out = _join('"', whole, '"')
     elif op == J_TIME and (pa.types.is_time32(t) or pa.types.is_time64(t)):
-        whole, frac = _clock(arr.cast(pa.int64()), _UNIT_PER_S[t.unit], "%H:%M:%S", path)
+        per_s = _UNIT_PER_S[t.unit]
+        values = _int64(arr)
+        # a time of day: the decoder (and RFC 3339) reads 00:00:00 to 23:59:59.999999999 only
+        _fail_at(pa.array((values < 0) | (values >= 86_400 * per_s)), path, "a time outside one day is not a time")
+        whole, frac = _clock(values, per_s, "%H:%M:%S", path)
         out = _join('"', whole, frac, '"')
-    elif pa.types.is_string(t) or pa.types.is_large_string(t):
-        return _quote(arr)  # already text: written as given
+    elif _is_text(t):
+        _check_format(op, arr, path)
+        return _quote(arr)  # already text: written as given, once the decoder would read it back
     else:
         raise EncodeError(f"{path}: an Arrow {t} column cannot be written as a {_OP_WORD[op]} string")
     return pc.if_else(arr.is_valid(), out, pa.nulls(len(arr), _LS))
+
+
+# -- the decoder's rules for format and contentEncoding strings ------------------------------------------
+# The JSON kernels refuse (JSON_BAD_FORMAT) any text outside these; a string column written into such
+# a property is checked with them so that what is written reads back. RE2 (pyarrow) patterns with the
+# kernels' field ranges; the day of the month is checked after, per month and leap year.
+
+_DATE_RE = r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+_CLOCK_RE = r"([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?"
+_OFFSET_RE = r"([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
+_FORMAT_RE = {
+    J_TIMESTAMP: f"^{_DATE_RE}[Tt ]{_CLOCK_RE}{_OFFSET_RE}$",
+    J_DATE: f"^{_DATE_RE}$",
+    J_TIME: f"^{_CLOCK_RE}{_OFFSET_RE}?$",
+}
+_BASE64_RE = r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+_FORMAT_TEXT = {
+    J_TIMESTAMP: "an RFC 3339 date-time",
+    J_DATE: "an RFC 3339 full-date",
+    J_TIME: "an RFC 3339 time",
+}
+_MONTH_DAYS = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
+
+
+def _check_format(op: int, arr: pa.Array, path: str) -> None:
+    """Refuse the first string of ``arr`` the decoder would not read as a ``op`` (date-time, date, time)."""
+    text = arr.cast(_LS)
+    _fail_unmatched(text, _FORMAT_RE[op], path, f"is not {_FORMAT_TEXT[op]}")
+    if op == J_TIME:
+        return
+    # the shape allows day 31 in every month: check the days past 28 against their month and year
+    dated = pc.and_(arr.is_valid(), pc.greater(pc.utf8_slice_codeunits(pc.fill_null(text, "0000-00-00"), 8, 10), "28"))
+    rows = np.flatnonzero(np.asarray(pc.fill_null(dated, False).to_numpy(zero_copy_only=False), dtype=bool))
+    if not len(rows):
+        return
+    late = text.take(pa.array(rows))
+    year, month, day = (
+        np.asarray(pc.utf8_slice_codeunits(late, a, b).cast(pa.int64()).to_numpy(), dtype=np.int64)
+        for a, b in ((0, 4), (5, 7), (8, 10))
+    )
+    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
+    bad = day > _MONTH_DAYS[month] + ((month == 2) & leap)
+    if bad.any():
+        row = int(rows[int(np.argmax(bad))])
+        raise _RowError(path, row, f"{text[row].as_py()[:40]!r} is not {_FORMAT_TEXT[op]} (no such day)")
+
+
+def _check_base64(arr: pa.Array, size: int | None, path: str) -> None:
+    """Refuse the first string the decoder would not read as padded standard base64 (of ``size``
+    bytes when given)."""
+    text = arr.cast(_LS)
+    _fail_unmatched(text, _BASE64_RE, path, "is not padded standard base64")
+    if size is None:
+        return
+    length = np.asarray(pc.utf8_length(text).fill_null(0).to_numpy(), dtype=np.int64)
+    padding = np.asarray(pc.count_substring(text, "=").fill_null(0).to_numpy(), dtype=np.int64)
+    _fail_at(
+        pc.and_(arr.is_valid(), pa.array(length // 4 * 3 - padding != size)),
+        path,
+        f"base64 text not of {size} bytes (the fixed size)",
+    )
+
+
+def _fail_unmatched(text: pa.Array, pattern: str, path: str, what: str) -> None:
+    """Raise :class:`_RowError` at the first string of ``text`` that ``pattern`` does not match."""
+    bad = pc.invert(pc.fill_null(pc.match_substring_regex(text, pattern), True))
+    if pc.any(bad).as_py():
+        row = _first(bad)
+        raise _RowError(path, row, f"{text[row].as_py()[:40]!r} {what}")
+
+
+def _key_text(keys: pa.Array, path: str) -> pa.Array:
+    """Map keys as strings: binary keys must be UTF-8 (JSON object names are text)."""
+    if pa.types.is_dictionary(keys.type):
+        keys = keys.dictionary_decode()
+    try:
+        return keys.cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    for i, key in enumerate(keys.to_pylist()):
+        if isinstance(key, bytes):
+            try:
+                key.decode("utf-8")
+            except UnicodeDecodeError:
+                raise _RowError(path, i, f"map key {key[:40]!r} is not UTF-8 text") from None
+    raise EncodeError(f"{path}: map keys of Arrow type {keys.type} cannot be written as JSON object names")
 
 
 def _avro_number(shadow: av.Schema, arr: pa.Array, path: str) -> pa.Array:
@@ -218,27 +376,40 @@ def _avro_number(shadow: av.Schema, arr: pa.Array, path: str) -> pa.Array:
     logical = getattr(shadow, "logical", None)
     if pa.types.is_integer(t):
         return arr
+    nulls = np.asarray(arr.is_null().to_numpy(zero_copy_only=False))
     if logical and "timestamp" in logical and pa.types.is_timestamp(t):
         src, dst = _UNIT_PER_S[t.unit], _AVRO_UNIT[logical.rsplit("-", 1)[1]]
     elif logical == "date" and (pa.types.is_date32(t) or pa.types.is_date64(t)):
-        return arr.cast(pa.date32()).cast(pa.int32())
+        return pa.array(_days(arr, path), pa.int64(), mask=nulls)
     elif logical in ("time-millis", "time-micros") and (pa.types.is_time32(t) or pa.types.is_time64(t)):
         src, dst = _UNIT_PER_S[t.unit], 1000 if logical == "time-millis" else 1_000_000
     else:
         raise EncodeError(f"{path}: an Arrow {t} column cannot be written as a JSON integer")
-    values = np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(), dtype=np.int64)
+    values = _int64(arr)
+    if src < dst:
+        _fail_at(pa.array(np.abs(values) > np.iinfo(np.int64).max // (dst // src)), path, "overflows the Avro long")
     scaled = np.floor_divide(values, src // dst) if src >= dst else values * (dst // src)
-    if src < dst and len(values) and np.abs(values).max() > np.iinfo(np.int64).max // (dst // src):
-        raise EncodeError(f"{path}: a value overflows the Avro long")
-    return pa.array(scaled, pa.int64(), mask=np.asarray(arr.is_null().to_numpy(zero_copy_only=False)))
+    return pa.array(scaled, pa.int64(), mask=nulls)
+
+
+def _uuid_bytes(arr: pa.Array, path: str) -> pa.Array:
+    """A uuid on fixed(16) given as text (the decoder gives the canonical string): its 16 bytes."""
+    out: list[bytes | None] = []
+    for i, v in enumerate(arr.to_pylist()):
+        try:
+            out.append(None if v is None else uuid.UUID(v).bytes)
+        except ValueError:
+            raise _RowError(path, i, f"{v[:40]!r} is not a UUID") from None
+    return pa.array(out, pa.binary())
 
 
 def _base64(arr: pa.Array, size: int | None, path: str) -> pa.Array:
     t = arr.type
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        if size == 16:  # a uuid on fixed(16): the decoder gives the canonical string
-            arr = pa.array([None if v is None else uuid.UUID(v).bytes for v in arr.to_pylist()], pa.binary())
+    if _is_text(t):
+        if size == 16:
+            arr = _uuid_bytes(arr, path)
         else:
+            _check_base64(arr, size, path)
             return _quote(arr)  # base64 text already
     elif not (
         pa.types.is_binary(t)
@@ -253,7 +424,7 @@ def _base64(arr: pa.Array, size: int | None, path: str) -> pa.Array:
             out.append(None)
             continue
         if size is not None and len(v) != size:
-            raise EncodeError(f"{path}: row {i}: {len(v)} bytes where the fixed size is {size}")
+            raise _RowError(path, i, f"{len(v)} bytes where the fixed size is {size}")
         out.append('"' + binascii.b2a_base64(v, newline=False).decode("ascii") + '"')
     return pa.array(out, _LS)
 
@@ -271,9 +442,7 @@ class _Columns:
     def check_present(self, arr: pa.Array, live: Any, path: str) -> None:
         if not arr.null_count:
             return
-        bad = arr.is_null() if live is None else pc.and_(arr.is_null(), live)
-        if pc.any(bad).as_py():
-            raise EncodeError(f"{path}: row {_first(bad)}: null is not allowed here")
+        _fail_at(arr.is_null() if live is None else pc.and_(arr.is_null(), live), path, "null is not allowed here")
 
     def fragments(self, program: tuple[Any, ...], shadow: av.Schema, arr: pa.Array, path: str, live: Any) -> pa.Array:
         """Fragments of ``arr`` (null where ``arr`` is null; the caller decides whether that is allowed)."""
@@ -302,9 +471,12 @@ class _Columns:
             items, offsets = _list_parts(arr)
             item_program = program[1]
             item_shadow = shadow.items if isinstance(shadow, av.Array) else shadow
-            frags = self.fragments(item_program, item_shadow, items, f"{path}[]", None)
-            if not self.nulls_ok(item_program):
-                self.check_present(items, None, f"{path}[]")
+            try:
+                frags = self.fragments(item_program, item_shadow, items, f"{path}[]", None)
+                if not self.nulls_ok(item_program):
+                    self.check_present(items, None, f"{path}[]")
+            except _RowError as exc:  # at an item: report the row of its list
+                raise exc.up(offsets) from None
             joined = pc.binary_join(pa.LargeListArray.from_arrays(offsets, frags), _c(","))
             return pc.if_else(arr.is_valid(), _join("[", joined, "]"), pa.nulls(len(arr), _LS))
         if op == J_MAP:
@@ -314,21 +486,32 @@ class _Columns:
             value_program = program[1]
             value_shadow = shadow.values if isinstance(shadow, av.Map) else shadow
             keys, values = items.field(0), items.field(1)
-            frags = self.fragments(value_program, value_shadow, values, f"{path}{{}}", None)
-            if not self.nulls_ok(value_program):
-                self.check_present(values, None, f"{path}{{}}")
-            pairs = _join(_quote(keys.cast(pa.string())), ":", frags)
+            try:
+                frags = self.fragments(value_program, value_shadow, values, f"{path}{{}}", None)
+                if not self.nulls_ok(value_program):
+                    self.check_present(values, None, f"{path}{{}}")
+                names = _key_text(keys, f"{path}{{}}")
+            except _RowError as exc:  # at an entry: report the row of its map
+                raise exc.up(offsets) from None
+            pairs = _join(_quote(names), ":", frags)
             joined = pc.binary_join(pa.LargeListArray.from_arrays(offsets, pairs), _c(","))
             return pc.if_else(arr.is_valid(), _join("{", joined, "}"), pa.nulls(len(arr), _LS))
         if op == J_BOOL:
             if not pa.types.is_boolean(t):
                 raise EncodeError(f"{path}: an Arrow {t} column cannot be written as a JSON boolean")
             return pc.if_else(arr, _c("true"), _c("false"))
-        if op in (J_INT, J_LONG):
+        if op in _INT_RANGE:
             ints = _avro_number(shadow, arr, path)
             lo, hi = _INT_RANGE[op]
             if len(ints) - ints.null_count and (pc.min(ints).as_py() < lo or pc.max(ints).as_py() > hi):
-                raise EncodeError(f"{path}: a value is out of the {'int' if op == J_INT else 'long'} range")
+                # the bounds as 64-bit scalars of the column's sign (uint64 has no common type with -2^63;
+                # only a signed column can be below a bound)
+                wide = pa.uint64() if pa.types.is_unsigned_integer(ints.type) else pa.int64()
+                outside = pc.greater(ints, pa.scalar(hi, wide))
+                if pc.min(ints).as_py() < lo:
+                    outside = pc.or_(outside, pc.less(ints, pa.scalar(lo, pa.int64())))
+                row = _first(pc.fill_null(outside, False))
+                raise _RowError(path, row, f"{ints[row].as_py()} is out of the {_INT_WORD[op]} range")
             return ints.cast(pa.string()).cast(_LS)
         if op in (J_FLOAT, J_DOUBLE):
             if pa.types.is_integer(t):
@@ -345,8 +528,7 @@ class _Columns:
             if op == J_ENUM:
                 symbols = pa.array(list(program[1]), pa.string())
                 unknown = pc.and_(arr.is_valid(), pc.invert(pc.is_in(arr.cast(pa.string()), symbols)))
-                if pc.any(unknown).as_py():
-                    raise EncodeError(f"{path}: row {_first(unknown)}: not a symbol of the enum")
+                _fail_at(unknown, path, "not a symbol of the enum")
             return _quote(arr)
         if op in (J_BYTES_B64, J_FIXED_B64):
             return _base64(arr, program[1] if op == J_FIXED_B64 else None, path)
@@ -359,9 +541,14 @@ class _Columns:
     def text(self, arr: pa.Array, path: str) -> pa.Array:
         """A JSON-text column (string) compacted; any other column written as its Python values."""
         t = arr.type
-        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-            return pa.array([None if v is None else _compact(v, path) for v in arr.to_pylist()], _LS)
-        return pa.array([None if v is None else dumps_text(v) for v in arr.to_pylist()], _LS)
+        write = _compact if _is_text(t) else (lambda v, _: dumps_text(v))
+        out: list[str | None] = []
+        for i, v in enumerate(arr.to_pylist()):
+            try:
+                out.append(None if v is None else write(v, path))
+            except EncodeError as exc:
+                raise _RowError(path, i, str(exc).removeprefix(f"{path}: ")) from None
+        return pa.array(out, _LS)
 
     def object(
         self,
@@ -462,7 +649,8 @@ class JsonEncoder:
         written in schema order (a batch without a column for an optional property leaves it
         out); for any other schema the batch has one column. A root object that admits null takes
         either: the decoder's one ``value`` column (a null row is written ``null``) or the
-        properties' columns.
+        properties' columns. A column the object has no property for is an EncodeError (its
+        values would be lost), except the ``keep_extra`` column of a schema parsed with it.
 
     Notes
     -----
@@ -490,20 +678,35 @@ class JsonEncoder:
         Raises
         ------
         EncodeError
-            A value the schema cannot hold (the message names the property path and the row).
+            A value the schema cannot hold (the message names the property path and the row, and
+            ``index`` is the row), or a column the schema has no property for (its values would be
+            lost).
         """
         data = as_table_like(batch)
         if isinstance(data, pa.Table):
             data = data.combine_chunks()
+        try:
+            return self._encode(data)
+        except _RowError as exc:
+            raise exc.encode_error() from None
+
+    def _encode(self, data: pa.Table | pa.RecordBatch) -> pa.Array:
         n = data.num_rows
         columns = _Columns(self.mapping.extra_column, self.mapping.absent_if_null)
         program, shadow = self._program, self._shadow
         names = set(data.schema.names)
-        if program[0] == J_NULLABLE and program[1][0] == J_OBJECT and names <= self._properties(program[1]):
+        if len(names) != data.num_columns:
+            twice = sorted({c for c in data.schema.names if data.schema.names.count(c) > 1})
+            raise EncodeError(f"the batch has more than one column named {', '.join(map(repr, twice))}")
+        root_may_be_null = program[0] == J_NULLABLE and program[1][0] == J_OBJECT
+        if root_may_be_null and names <= self._properties(program[1]):
             # a root object that may be null, given as its properties' columns (the form a root that
             # cannot be null takes): every row is an object; the one-column form writes null rows as null
             program, shadow = program[1], _branch(shadow)
+        elif root_may_be_null and data.num_columns > 1:
+            self._refuse_extra(program[1], data.schema.names)
         if program[0] == J_OBJECT:
+            self._refuse_extra(program, data.schema.names)
             wanted = [name for name, _, _ in program[1]]
             cols = [_as_array(data.column(c)) for c in wanted if c in names]
             skip = self._null_rows(program, cols, n)
@@ -527,6 +730,17 @@ class JsonEncoder:
         if skip is not None:
             out = pc.if_else(pa.array(~skip), out, pa.nulls(n, _LS))
         return out.cast(pa.binary())
+
+    def _refuse_extra(self, program: tuple[Any, ...], names: list[str]) -> None:
+        """Columns the object has no property for would be dropped without a word: refuse them, as
+        the Avro and Protobuf encoders do (the ``keep_extra`` column is one the object takes)."""
+        taken = self._properties(program)
+        extra = [name for name in names if name not in taken]
+        if extra:
+            raise EncodeError(
+                f"the batch has column(s) {extra} that {self._top} has no property for; select the "
+                f"schema's properties {[name for name, _, _ in program[1]]} first"
+            )
 
     def _properties(self, program: tuple[Any, ...]) -> set[str]:
         """The column names an object program takes: its properties and the ``keep_extra`` column."""
@@ -604,20 +818,36 @@ def _write_number(op: int, shadow: av.Schema, v: Any, path: str) -> str:
         raise EncodeError(f"{path}: {v!r} is not an integer")
     lo, hi = _INT_RANGE[op]
     if not lo <= v <= hi:
-        raise EncodeError(f"{path}: {v} is out of the {'int' if op == J_INT else 'long'} range")
+        raise EncodeError(f"{path}: {v} is out of the {_INT_WORD[op]} range")
     return int.__repr__(v)
+
+
+def _readable(op: int, size: int | None, text: str) -> bool:
+    """Whether the decoder reads ``text`` in a property of ``op`` (its own functions decide)."""
+    raw = text.encode("utf-8", "replace")  # a lone surrogate is no digit or base64 letter either
+    if op in (J_BYTES_B64, J_FIXED_B64):
+        decoded = _kernel_base64(raw)
+        return decoded is not None and (size is None or len(decoded) == size)
+    parse = _timestamp_micros if op == J_TIMESTAMP else _date_days if op == J_DATE else _time_micros
+    return parse(raw) is not None
 
 
 def _write_string(op: int, program: tuple[Any, ...], v: Any, path: str) -> str:  # noqa: C901 - one case per op
     if isinstance(v, str):
         if op == J_ENUM and v not in program[1]:
             raise EncodeError(f"{path}: {v!r} is not a symbol of the enum")
-        if op == J_FIXED_B64 and program[1] == 16 and len(v) == 36:
+        uuid_text = op == J_FIXED_B64 and program[1] == 16 and len(v) == 36
+        if uuid_text:
             try:
                 v = uuid.UUID(v).bytes
             except ValueError:
-                return str(encode_basestring(v))
-        else:
+                uuid_text = False
+        if not uuid_text:
+            if op in _FORMAT_TEXT or op in (J_BYTES_B64, J_FIXED_B64):
+                size = program[1] if op == J_FIXED_B64 else None
+                if not _readable(op, size, v):
+                    what = _FORMAT_TEXT.get(op) or "padded standard base64" + (f" of {size} bytes" if size else "")
+                    raise EncodeError(f"{path}: {v[:40]!r} is not {what}")
             return str(encode_basestring(v))
     if op in (J_BYTES_B64, J_FIXED_B64) and isinstance(v, (bytes, bytearray, memoryview)):
         raw = bytes(v)
@@ -732,7 +962,7 @@ def _write(  # noqa: C901 - one case per op
             raise EncodeError(f"{path}: {v!r} is not a boolean")
         out.append("true" if v else "false")
         return
-    if op in (J_INT, J_LONG, J_FLOAT, J_DOUBLE):
+    if op in _INT_RANGE or op in (J_FLOAT, J_DOUBLE):
         out.append(_write_number(op, shadow, v, path))
         return
     if op == J_TEXT:

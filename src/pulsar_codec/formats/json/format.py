@@ -38,6 +38,8 @@ from ..._kernels.defs import (
     J_OBJECT,
     J_TEXT,
     J_TIME,
+    J_TIME_MICROS,
+    J_TIME_MILLIS,
     J_TIMESTAMP,
     ZERO_SIZE_ITEM_LIMIT,
 )
@@ -55,7 +57,13 @@ __all__ = ["JsonFormat", "JsonPlan", "FORMAT"]
 _JSON_KINDS = ("null", "boolean", "number", "string", "array", "object")
 # what the kernel's detail (the op of the failing node) names in range and format errors
 _CHOICES = frozenset({"allOf", "anyOf", "oneOf", "not", "if", "$ref"})  # root keywords that may admit null
-_RANGES = {J_INT: "int32", J_LONG: "int64", J_FLOAT: "float32"}
+_RANGES = {
+    J_INT: "int32",
+    J_LONG: "int64",
+    J_FLOAT: "float32",
+    J_TIME_MILLIS: "time-millis (0 to 86399999, one day)",
+    J_TIME_MICROS: "time-micros (0 to 86399999999, one day)",
+}
 _FORMATS = {
     J_TIMESTAMP: "RFC 3339 date-time",
     J_DATE: "date",

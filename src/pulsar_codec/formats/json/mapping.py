@@ -27,9 +27,10 @@ Arrow field names are the JSON property names as written, and enum dictionaries 
 strings as written: :func:`build_json_layout` renames the Avro layout's Arrow types.
 
 Pulsar JSON schemas (Avro records) keep their Avro mapping, read the way Jackson writes values:
-bytes and fixed as base64 text, enums by symbol name, logical types as their numbers; unions
-other than null + T, and decimals, become JSON text. A field is required unless it admits null
-or has a default; an absent field takes its default.
+bytes and fixed as base64 text, enums by symbol name, logical types as their numbers (a
+time-millis / time-micros number outside one day is JSON_NUMBER_RANGE, as no time column holds
+it); unions other than null + T, and decimals, become JSON text. A field is required unless it
+admits null or has a default; an absent field takes its default.
 
 ``keep_extra``: the root record gets one more nullable string column holding the properties the
 schema does not name, as a JSON object text (``None`` when there were none). Its name is
@@ -65,6 +66,8 @@ from ..._kernels.defs import (
     J_STRING,
     J_TEXT,
     J_TIME,
+    J_TIME_MICROS,
+    J_TIME_MILLIS,
     J_TIMESTAMP,
     K_LIST,
     K_MAP,
@@ -445,6 +448,8 @@ class _AvroMapper:
         assert isinstance(node, av.Primitive)
         if node.logical == "decimal":
             return av.Primitive("string"), (J_TEXT,)
+        if node.logical in ("time-millis", "time-micros"):  # a number within one day
+            return node, ((J_TIME_MILLIS if node.logical == "time-millis" else J_TIME_MICROS),)
         op = {
             "null": J_NULL,
             "boolean": J_BOOL,

@@ -7,21 +7,28 @@ The columns are read back the way the decoder maps them (README, "Protobuf -> Ar
 
 - a struct column or a row's columns -> the message, by proto field name; columns the message
   does not name are an :class:`~pulsar_codec.errors.EncodeError` (a typo must not drop data),
-  except the ``<oneof>_case`` columns the decoder adds, which pick the member to set when given;
+  except the ``<oneof>_case`` columns the decoder adds, which pick the member to set when given
+  (a case naming no member of its oneof, or two members set without a case, is an EncodeError);
 - a null -> the field left unset (proto3 implicit-presence fields then read as their default);
 - enum columns: dictionary or string names, the decimal text of an unknown number, or integers;
+- integers outside the field's range (int32, uint64, ...) are an EncodeError naming the field;
 - ``timestamp`` -> ``google.protobuf.Timestamp``, ``duration`` -> ``google.protobuf.Duration``
-  (any unit; nanoseconds exactly), wrapper types from their scalar, ``Struct`` / ``Value`` /
-  ``ListValue`` from their JSON text, ``Any`` from ``{type_url, value}``, ``Empty`` from a struct;
+  (any unit, nanoseconds exactly, the whole range Protobuf allows: Timestamp years 1-9999,
+  Duration +-10000 years; outside it an EncodeError), from a datetime / timedelta / integer
+  nanoseconds too, wrapper types from their scalar, ``Struct`` / ``Value`` / ``ListValue`` from
+  their JSON text, ``Any`` from ``{type_url, value}``, ``Empty`` from a struct;
 - a binary column where the schema holds a message (what ``max_depth`` cuts) -> those bytes merged.
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from google.protobuf import descriptor, json_format, message_factory
 
 from ..._arrow import as_table_like
@@ -38,45 +45,85 @@ _WRAPPERS = frozenset(
 _JSON_TYPES = frozenset(("google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"))
 _NS = 1_000_000_000
 _CASE_SUFFIX = "_case"
+_UNIT_PER_S = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": _NS}
+# the values Protobuf allows (timestamp.proto, duration.proto): Timestamp 0001-01-01T00:00:00Z to
+# 9999-12-31T23:59:59.999999999Z, Duration +-315,576,000,000 s (10,000 years)
+_TIMESTAMP_SECONDS = (-62_135_596_800, 253_402_300_799)
+_DURATION_SECONDS = (-315_576_000_000, 315_576_000_000)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+# integer fields: (lowest, highest, name) by field type
+_INT_RANGES = {
+    **{t: (-(2**31), 2**31 - 1, "int32") for t in (_FD.TYPE_INT32, _FD.TYPE_SINT32, _FD.TYPE_SFIXED32)},
+    **{t: (-(2**63), 2**63 - 1, "int64") for t in (_FD.TYPE_INT64, _FD.TYPE_SINT64, _FD.TYPE_SFIXED64)},
+    **{t: (0, 2**32 - 1, "uint32") for t in (_FD.TYPE_UINT32, _FD.TYPE_FIXED32)},
+    **{t: (0, 2**64 - 1, "uint64") for t in (_FD.TYPE_UINT64, _FD.TYPE_FIXED64)},
+}
+_ENUM_RANGE = (-(2**31), 2**31 - 1)
 
 
-def _integral(arrow_type: pa.DataType) -> pa.DataType:
-    """``arrow_type`` with timestamps and durations as int64 nanoseconds and dictionaries as their
-    values, so ``to_pylist`` gives exact numbers (datetime would drop nanoseconds)."""
-    if pa.types.is_timestamp(arrow_type) or pa.types.is_duration(arrow_type):
-        return pa.int64()
-    if pa.types.is_dictionary(arrow_type):
-        return _integral(arrow_type.value_type)
-    if pa.types.is_struct(arrow_type):
-        return pa.struct([f.with_type(_integral(f.type)) for f in arrow_type])
-    if pa.types.is_large_list(arrow_type):
-        return pa.large_list(arrow_type.value_field.with_type(_integral(arrow_type.value_type)))
-    if pa.types.is_list(arrow_type):
-        return pa.list_(arrow_type.value_field.with_type(_integral(arrow_type.value_type)))
-    if pa.types.is_map(arrow_type):
-        return pa.map_(_integral(arrow_type.key_type), arrow_type.item_field.with_type(_integral(arrow_type.item_type)))
-    return arrow_type
+def _seconds_nanos(array: pa.Array) -> pa.Array:
+    """A timestamp or duration column as ``struct<seconds: int64, nanos: int32>``, the fields of
+    ``google.protobuf.Timestamp`` / ``Duration``: exact for every unit and value (no cast to
+    nanoseconds, which holds only the years 1677-2262). Duration's seconds and nanos share a sign."""
+    per_s = _UNIT_PER_S[array.type.unit]
+    values = np.asarray(array.cast(pa.int64()).fill_null(0).to_numpy(), dtype=np.int64)
+    seconds = np.floor_divide(values, per_s)
+    nanos = (values - seconds * per_s) * (_NS // per_s)
+    if pa.types.is_duration(array.type):
+        behind = (seconds < 0) & (nanos > 0)
+        seconds = np.where(behind, seconds + 1, seconds)
+        nanos = np.where(behind, nanos - _NS, nanos)
+    return pa.StructArray.from_arrays(
+        [pa.array(seconds, pa.int64()), pa.array(nanos, pa.int32())],
+        names=["seconds", "nanos"],
+        mask=array.is_null() if array.null_count else None,
+    )
 
 
-def _to_ns(array: pa.Array) -> pa.Array:
-    """A timestamp or duration column as int64 nanoseconds (exact, any unit; overflow raises)."""
-    as_ns = array.cast(pa.timestamp("ns") if pa.types.is_timestamp(array.type) else pa.duration("ns"))
-    return as_ns.cast(pa.int64())
+def _converted(t: pa.DataType) -> bool:
+    """Whether :func:`_exact` changes arrays of type ``t`` (a timestamp, duration or dictionary in it)."""
+    if pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_dictionary(t):
+        return True
+    return any(_converted(t.field(i).type) for i in range(t.num_fields))
+
+
+def _rebased(array: pa.Array) -> tuple[pa.Array, int, int]:
+    """(offsets counted from 0, first and end item) of a list or map array, slices applied
+    (``from_arrays`` takes no sliced offsets with a validity mask)."""
+    offsets = array.offsets
+    start, end = offsets[0].as_py(), offsets[-1].as_py()
+    return pc.subtract(offsets, pa.scalar(start, offsets.type)), start, end
 
 
 def _exact(array: pa.Array) -> pa.Array:
-    """``array`` cast to :func:`_integral`'s type, timestamps and durations first brought to ns."""
+    """``array`` with timestamps and durations as their seconds and nanos (:func:`_seconds_nanos`),
+    at any depth, and dictionaries as their values, so ``to_pylist`` gives exact numbers (datetime
+    would drop nanoseconds and stop at year 9999)."""
     t = array.type
+    if not _converted(t) or not len(array):
+        return array
     if pa.types.is_timestamp(t) or pa.types.is_duration(t):
-        return _to_ns(array)
+        return _seconds_nanos(array)
     if pa.types.is_dictionary(t):
         return _exact(array.cast(t.value_type))
+    mask = array.is_null() if array.null_count else None
     if pa.types.is_struct(t):
         children = [_exact(array.field(i)) for i in range(t.num_fields)]
         fields = [f.with_type(c.type) for f, c in zip(t, children)]
-        return pa.StructArray.from_arrays(children, fields=fields, mask=array.is_null() if array.null_count else None)
-    target = _integral(t)
-    return array if target == t else array.cast(target)
+        return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    if pa.types.is_map(t):
+        offsets, start, end = _rebased(array)
+        keys, items = _exact(array.keys.slice(start, end - start)), _exact(array.items.slice(start, end - start))
+        map_type = pa.map_(t.key_field.with_type(keys.type), t.item_field.with_type(items.type))
+        return pa.MapArray.from_arrays(offsets, keys, items, type=map_type, mask=mask)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        offsets, start, end = _rebased(array)
+        return type(array).from_arrays(offsets, _exact(array.values.slice(start, end - start)), mask=mask)
+    if pa.types.is_fixed_size_list(t):
+        size = t.list_size
+        values = _exact(array.values.slice(array.offset * size, len(array) * size))
+        return pa.FixedSizeListArray.from_arrays(values, size, mask=mask)
+    return array
 
 
 class ProtobufEncoder:
@@ -146,9 +193,9 @@ class ProtobufEncoder:
         try:
             self._fill(msg, row, self.descriptor.full_name)
         except EncodeError as exc:
-            raise EncodeError(f"row {index}: {exc}") from None
+            raise EncodeError(f"row {index}: {exc}", index=index) from None
         except (TypeError, ValueError, OverflowError) as exc:
-            raise EncodeError(f"row {index}: {exc}") from None
+            raise EncodeError(f"row {index}: {exc}", index=index) from None
         data: bytes = msg.SerializeToString(deterministic=True)
         return data
 
@@ -161,11 +208,24 @@ class ProtobufEncoder:
         for name, value in row.items():
             if name in cases and name not in desc.fields_by_name:
                 if value is not None:
-                    chosen[cases[name].name] = value
+                    oneof = cases[name]
+                    if not isinstance(value, str) or value not in (f.name for f in oneof.fields):
+                        members = ", ".join(f.name for f in oneof.fields)
+                        raise EncodeError(f"{path}.{name}: {value!r} names no member of oneof {oneof.name} ({members})")
+                    chosen[oneof.name] = value
                 continue
             field = desc.fields_by_name.get(name)
             if field is None:
                 raise EncodeError(f"{path} has no field {name!r}")
+        for oneof in desc.oneofs:
+            if oneof.name in chosen or _synthetic(oneof):
+                continue
+            given = [f.name for f in oneof.fields if row.get(f.name) is not None]
+            if len(given) > 1:  # one would win and the others be dropped without a word
+                raise EncodeError(
+                    f"{path}: members {given} of oneof {oneof.name} are all set; a message holds one "
+                    f"(a {oneof.name}{_CASE_SUFFIX} column picks it)"
+                )
         for name, value in row.items():
             field = desc.fields_by_name.get(name)
             if field is None or value is None:
@@ -176,6 +236,14 @@ class ProtobufEncoder:
             self._set(msg, field, value, f"{path}.{name}")
 
     def _set(self, msg: Any, field: descriptor.FieldDescriptor, value: Any, path: str) -> None:
+        try:
+            self._set_field(msg, field, value, path)
+        except EncodeError:
+            raise
+        except (TypeError, ValueError, OverflowError) as exc:  # the runtime's refusal: name the field
+            raise EncodeError(f"{path}: {exc}") from None
+
+    def _set_field(self, msg: Any, field: descriptor.FieldDescriptor, value: Any, path: str) -> None:
         if _is_map(field):
             self._set_map(getattr(msg, field.name), field, value, path)
         elif _is_repeated(field):
@@ -212,13 +280,7 @@ class ProtobufEncoder:
             target.MergeFromString(bytes(value))
             return
         if name == "google.protobuf.Timestamp" or name == "google.protobuf.Duration":
-            if not isinstance(value, int):
-                raise EncodeError(f"{path}: {name} needs a timestamp or duration value, got {type(value).__name__}")
-            seconds, nanos = divmod(value, _NS)
-            if name == "google.protobuf.Duration" and seconds < 0 and nanos:
-                seconds, nanos = seconds + 1, nanos - _NS  # Duration: seconds and nanos share the sign
-            target.seconds = seconds
-            target.nanos = nanos
+            target.seconds, target.nanos = _time_fields(name, value, path)
             return
         if name in _WRAPPERS:
             target.value = self._scalar(desc.fields_by_name["value"], value, path)
@@ -256,22 +318,60 @@ class ProtobufEncoder:
             return value
         if isinstance(value, bool) or not isinstance(value, int):
             raise EncodeError(f"{path}: an integer field needs an integer, got {type(value).__name__}")
+        low, high, word = _INT_RANGES.get(t, (value, value, ""))
+        if not low <= value <= high:
+            raise EncodeError(f"{path}: {value} is out of the {word} range")
         return value
+
+
+def _time_fields(name: str, value: Any, path: str) -> tuple[int, int]:
+    """``(seconds, nanos)`` of a Timestamp or Duration from its Arrow form (``{seconds, nanos}``),
+    integer nanoseconds, or a datetime / timedelta; outside what Protobuf allows is an EncodeError."""
+    is_timestamp = name == "google.protobuf.Timestamp"
+    if isinstance(value, Mapping) and set(value) <= {"seconds", "nanos"}:
+        seconds, nanos = value.get("seconds") or 0, value.get("nanos") or 0
+        if not (isinstance(seconds, int) and isinstance(nanos, int)) or not -_NS < nanos < _NS:
+            raise EncodeError(f"{path}: {name} needs integer seconds and nanos below one second, got {value!r}")
+        seconds, nanos = divmod(seconds * _NS + nanos, _NS)  # one form for the checks below
+    else:
+        if isinstance(value, datetime.datetime) and is_timestamp:
+            exact = getattr(value, "value", None)  # a pandas Timestamp carries its nanoseconds
+            aware = value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
+            value = exact if isinstance(exact, int) else aware - _EPOCH
+        elif isinstance(value, datetime.timedelta) and not is_timestamp:
+            exact = getattr(value, "value", None)
+            value = exact if isinstance(exact, int) else value
+        if isinstance(value, datetime.timedelta):
+            value = ((value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds) * 1000
+        if isinstance(value, bool) or not isinstance(value, int):
+            want = "a timestamp" if is_timestamp else "a duration"
+            raise EncodeError(f"{path}: {name} needs {want} value, got {type(value).__name__}")
+        seconds, nanos = divmod(value, _NS)
+    if not is_timestamp and seconds < 0 and nanos:
+        seconds, nanos = seconds + 1, nanos - _NS  # Duration: seconds and nanos share the sign
+    low, high = _TIMESTAMP_SECONDS if is_timestamp else _DURATION_SECONDS
+    if not low <= seconds <= high:
+        what = "the years 1-9999" if is_timestamp else "+-10000 years"
+        raise EncodeError(f"{path}: {name} outside {what} (what Protobuf allows)")
+    return seconds, nanos
 
 
 def _enum_number(enum: descriptor.EnumDescriptor, value: Any, path: str) -> int:
     if isinstance(value, bool):
         raise EncodeError(f"{path}: enum {enum.full_name} needs a name or number, got a boolean")
-    if isinstance(value, int):
-        return value
     if isinstance(value, str):
         found = enum.values_by_name.get(value)
         if found is not None:
             return int(found.number)
         try:
-            return int(value)  # an unknown number the decoder kept as its decimal text
+            value = int(value)  # an unknown number the decoder kept as its decimal text
         except ValueError:
             pass
+    if isinstance(value, int):
+        if not _ENUM_RANGE[0] <= value <= _ENUM_RANGE[1]:
+            raise EncodeError(f"{path}: {value} is out of the enum (int32) range")
+        return value
+    if isinstance(value, str):
         names = ", ".join(enum.values_by_name)
         raise EncodeError(f"{path}: {value!r} is not a value of enum {enum.full_name} ({names})")
     raise EncodeError(f"{path}: enum {enum.full_name} needs a name or number, got {type(value).__name__}")
