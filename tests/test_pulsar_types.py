@@ -285,6 +285,17 @@ def test_boolean_reads_any_nonzero_as_true():
     assert pt.encode("BOOLEAN", False) == b"\x00"
 
 
+def test_dictionary_columns_encode_their_values():
+    """A dictionary-encoded column writes its values, as the Avro and JSON encoders take it (probe23)."""
+    words = pa.chunked_array([pa.array(["x", "y"]).dictionary_encode(), pa.array(["z", None]).dictionary_encode()])
+    assert pt.encode_array("STRING", words).to_pylist() == [b"x", b"y", b"z", None]
+    assert pt.encode_array("INT32", pa.array([1, 2]).dictionary_encode()).to_pylist() == [H("00000001"), H("00000002")]
+    latin = {"__charset": "ISO-8859-1"}
+    assert pt.encode_array("STRING", pa.array(["caf\u00e9"]).dictionary_encode(), properties=latin).to_pylist() == [
+        b"caf\xe9"
+    ]
+
+
 def test_double_nan_is_canonical_float_keeps_payload(backend):
     weird = struct.unpack(">d", H("7F F0 00 00 00 00 00 01"))[0]
     assert math.isnan(weird)

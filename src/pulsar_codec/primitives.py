@@ -554,6 +554,8 @@ def encode_array(
     if not isinstance(values, (pa.Array, pa.ChunkedArray)):
         return _encode_each(st, values, properties)
     arr = _columns.combined(values)
+    if pa.types.is_dictionary(arr.type):  # a dictionary-encoded column writes its values, as Avro's and JSON's do
+        arr = arr.cast(arr.type.value_type)
     if st is not SchemaType.STRING:
         return _columns.encode_column(st, arr)
     t = arr.type
