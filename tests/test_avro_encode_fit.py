@@ -388,3 +388,24 @@ def test_a_date_past_9999_in_another_column_keeps_the_row(backend):
     with pytest.raises(EncodeError, match=r"^row 1: R\.d: ") as exc:
         avro.Encoder(schema).encode(batch)
     assert exc.value.index == 1
+
+
+def test_a_float_branch_takes_what_float32_holds_and_a_double_branch_the_rest(backend):
+    """["float", "double"]: a finite value past float32 is written in the double branch, as
+    fastavro picks it (it was refused: "not a valid float"); infinities and NaN fit float."""
+    schema = {"type": "record", "name": "R", "fields": [{"name": "f", "type": ["float", "double"]}]}
+    encoder = avro.Encoder(schema)
+    for value in (1e300, -1e300, 1.5, float("inf"), 3.4e38):
+        ours = encoder.encode(pa.table({"f": [value]})).to_pylist()[0]
+        theirs = io.BytesIO()
+        fastavro.schemaless_writer(theirs, fastavro.parse_schema(schema), {"f": value})
+        assert ours == theirs.getvalue()
+
+
+def test_an_integer_past_every_integer_branch_says_so(backend):
+    schema = {"type": "record", "name": "R", "fields": [{"name": "i", "type": ["null", "int"]}]}
+    with pytest.raises(
+        EncodeError, match=r"R.i: 2147483648 is out of the range of the union's integer branches"
+    ) as caught:
+        avro.Encoder(schema).encode(pa.table({"i": pa.array([1, 2**31], pa.int64())}))
+    assert caught.value.index == 1

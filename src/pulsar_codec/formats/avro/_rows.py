@@ -81,17 +81,27 @@ def _since_epoch(v: Any, unit: int, tz: bool) -> int:
 def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # noqa: C901 - one case per type
     if isinstance(node, Union):
         branches = [(b, row_writer(b, f"{path}[{i}]")) for i, b in enumerate(node.branches)]
+        double_at = next((i for i, b in enumerate(node.branches) if b.type == "double" and b.logical is None), None)
+        integers = [b for b in node.branches if b.type in ("int", "long") and b.logical is None]
 
         def w_union(v: Any, out: bytearray) -> None:
             if isinstance(v, Branch):
                 _zz(out, v.index)
                 branches[v.index][1](v.value, out)
                 return
+            if double_at is not None and isinstance(v, (int, float)) and not isinstance(v, bool):
+                # a Python float is a double: a float branch would round it (fastavro picks double too)
+                if isinstance(v, float) or not any(accepts(b, v) for b in integers):
+                    _zz(out, double_at)
+                    branches[double_at][1](v, out)
+                    return
             for i, (b, f) in enumerate(branches):
                 if accepts(b, v):
                     _zz(out, i)
                     f(v, out)
                     return
+            if isinstance(v, int) and not isinstance(v, bool) and any(b.type in ("int", "long") for b, _ in branches):
+                raise EncodeError(f"{path}: {v!r} is out of the range of the union's integer branches")
             raise EncodeError(f"{path}: {v!r} matches no branch of the union")
 
         return w_union
