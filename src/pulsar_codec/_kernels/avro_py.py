@@ -131,7 +131,7 @@ from .defs import (
     ZERO_SIZE_ITEM_LIMIT,
 )
 
-__all__ = ["Layout", "Program", "decode", "decode_row"]
+__all__ = ["Layout", "Program", "decode", "decode_row", "limit_errors"]
 
 # reads one value at pos of buf (not past end), appends it to its builder, returns the new pos
 Reader: TypeAlias = Callable[[bytes, int, int], int]
@@ -911,3 +911,27 @@ def decode(
         if enabled:
             gc.enable()
     return errors, _finish(B)
+
+
+def limit_errors(
+    found: list[KernelError], avro_errors: list[KernelError], keep_going: bool, code: int
+) -> tuple[list[KernelError], KernelError | None]:
+    """``(errors, bug)`` of a transcoding twin's ``decode`` (JSON, Protobuf): the transcoder's errors
+    ``found`` and what this kernel reported on the transcoded rows.
+
+    A message over the builders' limit of items of no size (AVRO_TOO_MANY_EMPTY_ITEMS) is bad data:
+    the format's ``code`` at offset 0 (where the builders stopped is no place in the payload, and
+    the compiled twins cannot say it either) with the limit as detail, merged into ``found`` in row
+    order. Without ``keep_going`` this kernel read only the rows before the transcoder's first bad
+    one and stopped at its own first, so that one is the first overall. Any other error is ``bug``.
+    """
+    limited: list[KernelError] = []
+    for error in avro_errors:
+        if error[0] != AVRO_TOO_MANY_EMPTY_ITEMS:
+            return found, error
+        limited.append((code, error[1], 0, ZERO_SIZE_ITEM_LIMIT))
+    if not limited:
+        return found, None
+    if not keep_going:
+        return limited[:1], None
+    return sorted(found + limited, key=lambda error: error[1]), None

@@ -84,7 +84,6 @@ import numpy.typing as npt
 from . import avro_py
 from ._typing import ArrayLike, ByteData, Int64Array, KernelError, UInt8Array
 from .defs import (
-    AVRO_TOO_MANY_EMPTY_ITEMS,
     P_BOOL,
     P_BYTES,
     P_DOUBLE,
@@ -122,7 +121,6 @@ from .defs import (
     PROTO_VALUE_RANGE,
     PROTO_VARINT_TOO_LONG,
     PROTO_WRONG_WIRE_TYPE,
-    ZERO_SIZE_ITEM_LIMIT,
 )
 
 __all__ = ["Program", "decode", "transcode"]
@@ -837,30 +835,5 @@ def decode(
         row0 += rows
     avro_errors, outputs = avro_py.decode(layout, [avro_program], avro_segments, keep_going, hints)
     assert avro_errors is not None and outputs is not None  # no segment carries a prefix to check
-    errors, bug = _with_limit_errors(errors, avro_errors, keep_going)
+    errors, bug = avro_py.limit_errors(errors, avro_errors, keep_going, PROTO_TOO_MANY_EMPTY_ITEMS)
     return errors, outputs, bug
-
-
-def _with_limit_errors(
-    found: list[KernelError], avro_errors: list[KernelError], keep_going: bool
-) -> tuple[list[KernelError], KernelError | None]:
-    """``(errors, bug)`` of :func:`decode`: the transcoder's errors ``found`` and what the Avro kernel
-    reported on the transcoded rows.
-
-    A message over the builders' limit of items of no size (AVRO_TOO_MANY_EMPTY_ITEMS) is bad data:
-    ``PROTO_TOO_MANY_EMPTY_ITEMS`` at offset 0 (where the builders stopped is no place in the payload, and
-    the compiled twin cannot say it either) with the limit as detail, merged into ``found`` in row
-    order. Without ``keep_going`` the Avro kernel read only the rows before the transcoder's first
-    bad one and stopped at its own first, so that one is the first overall. Any other Avro error is
-    ``bug``.
-    """
-    limited: list[KernelError] = []
-    for error in avro_errors:
-        if error[0] != AVRO_TOO_MANY_EMPTY_ITEMS:
-            return found, error
-        limited.append((PROTO_TOO_MANY_EMPTY_ITEMS, error[1], 0, ZERO_SIZE_ITEM_LIMIT))
-    if not limited:
-        return found, None
-    if not keep_going:
-        return limited[:1], None
-    return sorted(found + limited, key=lambda error: error[1]), None
