@@ -20,7 +20,7 @@ import pulsar_codec as pc
 from pulsar_codec import avro
 from pulsar_codec._kernels import _backend
 from pulsar_codec.errors import EncodeError
-from pulsar_codec.formats.avro import encoder as encoder_mod
+from test_avro_encode import row_path  # the row writer alone
 
 D = decimal.Decimal
 
@@ -37,20 +37,6 @@ def fastavro_bodies(schema, records) -> list[bytes]:
         fastavro.schemaless_writer(buf, parsed, r)
         out.append(buf.getvalue())
     return out
-
-
-def row_path(enc: avro.Encoder, batch) -> pa.Array:
-    """Encode with the row writer only (what a batch takes when any column cannot be bound)."""
-    original = encoder_mod._Binder.bind
-
-    def refuse(self, *a, **k):
-        raise encoder_mod._Unbindable("forced")
-
-    encoder_mod._Binder.bind = refuse
-    try:
-        return enc.encode(batch)
-    finally:
-        encoder_mod._Binder.bind = original
 
 
 def both_paths(enc: avro.Encoder, batch) -> list:

@@ -23,22 +23,13 @@ from pulsar_codec._kernels import _backend, defs
 from pulsar_codec.errors import AvroDecodeError, EncodeError, ErrorCode, JsonDecodeError, PulsarCodecError, SchemaError
 from pulsar_codec.formats.avro.format import FORMAT
 from pulsar_codec.formats.json import parse as json_parse
+from test_avro_logical import zz  # the zigzag varint of the Avro logical-type tests
 
 TIME_MS = {"type": "int", "logicalType": "time-millis"}
 TIME_US = {"type": "long", "logicalType": "time-micros"}
 MS_DAY = 86_400_000
 US_DAY = 86_400_000_000
 TIME = ErrorCode.AVRO_TIME_OUT_OF_RANGE
-
-
-def zz(n: int) -> bytes:
-    v = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
 
 
 def ms_time(v: int) -> datetime.time:
