@@ -34,10 +34,11 @@ import pyarrow as pa
 from ..._arrow import as_table_like
 from ..._kernels import _backend
 from ...errors import EncodeError
-from ._rows import Branch, row_writer
+from ._arrow_unions import _pylist, _union_layout, union_branches
+from ._rows import row_writer
 from ._uuid import uuid_bytes
 from .from_arrow import schema_for, schema_from_arrow
-from .schema import Array, Enum, Field, Fixed, Map, Named, Primitive, Record, Schema, Union, parse
+from .schema import Array, Enum, Field, Fixed, Map, Primitive, Record, Schema, Union, parse
 
 __all__ = ["Encoder", "schema_from_arrow", "schema_for"]
 
@@ -148,114 +149,6 @@ def _is_int(t: pa.DataType) -> bool:
 
 def _is_text(t: pa.DataType) -> bool:
     return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
-
-
-def _branch_names(node: Schema) -> tuple[str, ...]:
-    """The names an Arrow union child may carry for this Avro branch (the decoder uses the first)."""
-    if isinstance(node, Named):
-        return (node.name, node.fullname)
-    return (node.type,)
-
-
-def union_branches(t: pa.DataType, node: Union) -> list[int] | None:
-    """The Avro branch of each child of the Arrow union type ``t`` (None: no mapping, values choose).
-
-    Children named as the branches (the decoder's names: the type, or a named type's name) map by
-    name; otherwise by position, over all branches when the counts agree, else over the branches
-    other than null (a derived schema puts null in front of a nullable union's members).
-    """
-    names = [t.field(i).name for i in range(t.num_fields)]
-    by_name: dict[str, int] = {}
-    for i, b in enumerate(node.branches):
-        for name in _branch_names(b):
-            by_name.setdefault(name, i)
-    named = [by_name.get(n, -1) for n in names]
-    if -1 not in named and len(set(named)) == len(named):
-        return named
-    if len(names) == len(node.branches):
-        return list(range(len(names)))
-    others = [i for i, b in enumerate(node.branches) if b.type != "null"]
-    if len(names) == len(others):
-        return others
-    return None
-
-
-def _union_layout(arr: pa.Array, path: str) -> tuple[np.ndarray, np.ndarray, list[pa.Array]]:
-    """(child of each element as int64, index of each element in its child, the children) of a union
-    array. pyarrow's ``type_codes`` / ``offsets`` ignore a slice's offset: the buffers are read here."""
-    t = arr.type
-    n, off = len(arr), arr.offset
-    bufs = arr.buffers()
-    codes = np.frombuffer(bufs[1], dtype=np.uint8, count=off + n)[off:] if n else np.zeros(0, np.uint8)
-    lut = np.full(256, -1, dtype=np.int64)
-    lut[list(t.type_codes)] = np.arange(t.num_fields)
-    kid = lut[codes]
-    children = [arr.field(i) for i in range(t.num_fields)]
-    if t.mode == "dense":
-        where = np.frombuffer(bufs[2], dtype=np.int32, count=off + n)[off:].astype(np.int64) if n else kid
-    else:  # a sparse union's children are sliced as the union is: element j is element j
-        where = np.arange(n, dtype=np.int64)
-    sizes = np.array([len(c) for c in children] or [0], dtype=np.int64)
-    if n and ((kid < 0).any() or (where < 0).any() or (where >= sizes[np.maximum(kid, 0)]).any()):
-        raise EncodeError(f"{path}: the Arrow union array is malformed (a type code or offset names no value)")
-    return kid, where, children
-
-
-def _has_union(t: pa.DataType) -> bool:
-    return pa.types.is_union(t) or any(_has_union(t.field(i).type) for i in range(t.num_fields))
-
-
-def _pylist(arr: pa.Array, node: Schema, path: str) -> list[Any]:
-    """``arr.to_pylist()`` for the row writer, except that the elements of Arrow unions become
-    :class:`Branch` values (their child names the branch, as on the columnar path)."""
-    t = arr.type
-    if not _has_union(t):
-        return list(arr.to_pylist())
-    if isinstance(node, Union):
-        if pa.types.is_union(t):
-            return _union_pylist(arr, node, path)
-        if node.nullable_of is None:
-            return list(arr.to_pylist())  # the values choose their branch
-        node = node.nullable_of
-    valid = arr.is_valid().to_pylist()
-    n = len(arr)
-    if isinstance(node, Record) and pa.types.is_struct(t):
-        present = {t.field(i).name for i in range(t.num_fields)}
-        cols = {
-            f.name: _pylist(arr.field(f.name), f.type, f"{path}.{f.name}") for f in node.fields if f.name in present
-        }
-        return [{k: c[j] for k, c in cols.items()} if valid[j] else None for j in range(n)]
-    if isinstance(node, Array) and (pa.types.is_list(t) or pa.types.is_large_list(t)):
-        offs = arr.offsets.to_pylist()
-        items = _pylist(arr.values, node.items, f"{path}[]")
-        return [items[offs[j] : offs[j + 1]] if valid[j] else None for j in range(n)]
-    if isinstance(node, Array) and pa.types.is_fixed_size_list(t):
-        size = t.list_size
-        items = _pylist(arr.values, node.items, f"{path}[]")
-        return [items[(arr.offset + j) * size : (arr.offset + j + 1) * size] if valid[j] else None for j in range(n)]
-    if isinstance(node, Map) and pa.types.is_map(t):
-        offs = arr.offsets.to_pylist()
-        keys = arr.values.field(0).to_pylist()
-        values = _pylist(arr.values.field(1), node.values, f"{path}{{}}")
-        return [
-            list(zip(keys[offs[j] : offs[j + 1]], values[offs[j] : offs[j + 1]])) if valid[j] else None
-            for j in range(n)
-        ]
-    return list(arr.to_pylist())
-
-
-def _union_pylist(arr: pa.Array, node: Union, path: str) -> list[Any]:
-    branch = union_branches(arr.type, node)
-    if branch is None:
-        return list(arr.to_pylist())
-    kid, where, children = _union_layout(arr, path)
-    values = [_pylist(c, node.branches[b], f"{path}[{b}]") for c, b in zip(children, branch)]
-    has_null = node.null_index is not None
-    out: list[Any] = []
-    for k, m in zip(kid.tolist(), where.tolist()):
-        v = values[k][m]
-        out.append(None if v is None and has_null else Branch(branch[k], v))
-    return out
 
 
 def _duplicates(names: list[str]) -> list[str]:
