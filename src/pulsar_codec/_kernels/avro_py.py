@@ -131,7 +131,7 @@ from .defs import (
     ZERO_SIZE_ITEM_LIMIT,
 )
 
-__all__ = ["Layout", "Program", "decode", "decode_row", "limit_errors"]
+__all__ = ["Layout", "Program", "decode", "decode_row"]  # the twin contract; limit_errors serves the other pure twins
 
 # reads one value at pos of buf (not past end), appends it to its builder, returns the new pos
 Reader: TypeAlias = Callable[[bytes, int, int], int]
