@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from pulsar_codec.errors import EncodeError
 from pulsar_codec.formats.json import FORMAT
-from pulsar_codec.formats.json.encoder import JsonEncoder, _floats
+from pulsar_codec.formats.json._column_fragments import _floats
+from pulsar_codec.formats.json.encoder import JsonEncoder
 
 UTC = datetime.UTC
 
@@ -460,7 +461,7 @@ _FORMAT_ALPHABET = "0123456789-:T Zz+.=/Aa"
 def test_the_columnar_format_check_is_the_decoders_own(op, values):
     """The vectorised check refuses exactly the strings the pure JSON kernel's readers refuse."""
     from pulsar_codec._kernels import json_py
-    from pulsar_codec.formats.json.encoder import _check_base64, _check_format, _RowError
+    from pulsar_codec.formats.json._column_fragments import _check_base64, _check_format, _RowError
 
     readers = {11: json_py._timestamp_micros, 12: json_py._date_days, 13: json_py._time_micros, 8: json_py._base64}
     first_bad = next((i for i, v in enumerate(values) if readers[op](v.encode()) is None), None)

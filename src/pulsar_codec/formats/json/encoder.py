@@ -26,15 +26,13 @@ confluent-kafka serialises a dict with ``orjson.dumps`` when orjson imports, els
 The batch path is columnar: each column becomes an array of JSON fragments with pyarrow compute
 (integers cast, strings escaped with substring replacement only when some value needs it, floats
 cast and repaired into ``repr`` form, the rare value the repair cannot prove falls back to ``repr``),
-and fragments are joined row-wise; lists and maps join their items with ``binary_join``.
+and fragments are joined row-wise; lists and maps join their items with ``binary_join``. The
+per-type converters of that path and the format checks are in :mod:`._column_fragments`; the
+one-value path (:meth:`JsonEncoder.encode_value`, and :func:`dumps_text`) is in :mod:`._value_writer`.
 """
 
 from __future__ import annotations
 
-import binascii
-import datetime
-import json
-import uuid
 from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring  # json.dumps' string escaper when ensure_ascii=False
 from typing import Any
@@ -44,7 +42,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..._arrow import as_table_like
-from ..._kernels import json_py as _kernel
 from ..._kernels.defs import (
     J_ARRAY,
     J_BOOL,
@@ -54,8 +51,6 @@ from ..._kernels.defs import (
     J_ENUM,
     J_FIXED_B64,
     J_FLOAT,
-    J_INT,
-    J_LONG,
     J_MAP,
     J_NULL,
     J_NULLABLE,
@@ -63,96 +58,34 @@ from ..._kernels.defs import (
     J_STRING,
     J_TEXT,
     J_TIME,
-    J_TIME_MICROS,
-    J_TIME_MILLIS,
     J_TIMESTAMP,
 )
 from ...errors import EncodeError
 from ..avro import schema as av
+from ._column_fragments import (
+    _EMPTY,
+    _INT_RANGE,
+    _INT_WORD,
+    _LS,
+    _NULL_TEXT,
+    _avro_number,
+    _base64,
+    _c,
+    _fail_at,
+    _first,
+    _floats,
+    _is_text,
+    _join,
+    _key_text,
+    _quote,
+    _RowError,
+    _temporal,
+)
+from ._value_writer import _compact, _write, dumps_text
 from .mapping import JsonMapping, map_model
 from .schema import JsonSchemaModel, parse
 
 __all__ = ["JsonEncoder", "dumps_text"]
-
-# the pure JSON kernel's readers of format strings: what one value must pass to read back
-_kernel_base64 = _kernel._base64
-_timestamp_micros = _kernel._timestamp_micros
-_date_days = _kernel._date_days
-_time_micros = _kernel._time_micros
-
-_LS = pa.large_string()
-_EMPTY = pa.scalar("", _LS)
-_NULL_TEXT = pa.scalar("null", _LS)
-_NEEDS_ESCAPE = r'[\x00-\x1f"\\]'
-_CONTROL = r"[\x00-\x1f]"
-_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
-_UNIT_PER_S = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
-_AVRO_UNIT = {"millis": 1000, "micros": 1_000_000, "nanos": 1_000_000_000}
-_INT_RANGE = {
-    J_INT: (-(2**31), 2**31 - 1),
-    J_LONG: (-(2**63), 2**63 - 1),
-    J_TIME_MILLIS: (0, 86_400_000 - 1),  # a time of day: the decoders refuse others
-    J_TIME_MICROS: (0, 86_400_000_000 - 1),
-}
-_INT_WORD = {J_INT: "int", J_LONG: "long", J_TIME_MILLIS: "time-millis", J_TIME_MICROS: "time-micros"}
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-_EPOCH_DAY = datetime.date(1970, 1, 1)
-_UTC_SUFFIX = "+00:00"
-
-
-def _c(text: str) -> pa.Scalar:
-    return pa.scalar(text, _LS)
-
-
-class _RowError(Exception):
-    """A value that cannot be written, at position ``row`` of the array being encoded; each list or
-    map level above moves ``row`` to its own row (:meth:`up`) until it is the batch's row."""
-
-    def __init__(self, path: str, row: int, text: str) -> None:
-        super().__init__(path, row, text)
-        self.path, self.row, self.text = path, row, text
-
-    def up(self, offsets: pa.Array) -> _RowError:
-        """The same error at the row of the list (whose items start at ``offsets``) holding it."""
-        starts = np.asarray(offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
-        return _RowError(self.path, int(np.searchsorted(starts, self.row, side="right")) - 1, self.text)
-
-    def encode_error(self) -> EncodeError:
-        return EncodeError(f"{self.path}: row {self.row}: {self.text}", index=self.row)
-
-
-def _fail_at(mask: Any, path: str, text: str) -> None:
-    """Raise :class:`_RowError` at the first true (not null) row of ``mask``, if any."""
-    mask = pc.fill_null(mask, False)
-    if pc.any(mask).as_py():
-        raise _RowError(path, _first(mask), text)
-
-
-def _join(*parts: Any) -> pa.Array:
-    """Row-wise concatenation of fragment arrays and constant texts (null if any part is null)."""
-    return pc.binary_join_element_wise(*[_c(p) if isinstance(p, str) else p for p in parts], _EMPTY)
-
-
-def dumps_text(value: Any) -> str:
-    """Compact JSON text of a Python value, as confluent-kafka writes it without orjson.
-
-    Raises
-    ------
-    EncodeError
-        NaN or an infinity, or a value JSON cannot hold.
-    """
-    try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise EncodeError(f"value cannot be written as JSON: {exc}") from None
-
-
-def _compact(text: str, path: str) -> str:
-    """A JSON-text value (the decoder's form for untyped schemas) re-written compactly."""
-    try:
-        return dumps_text(json.loads(text))
-    except ValueError:
-        raise EncodeError(f"{path}: {text[:40]!r} is not JSON text") from None
 
 
 # -- the columnar path --------------------------------------------------------------------------------
@@ -162,271 +95,6 @@ def _as_array(col: Any) -> pa.Array:
     if isinstance(col, pa.ChunkedArray):
         return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     return col
-
-
-def _first(mask: Any) -> int:
-    return int(np.flatnonzero(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool))[0])
-
-
-def _quote(arr: pa.Array) -> pa.Array:
-    """JSON string fragments of a string array (nulls stay null)."""
-    arr = arr.cast(_LS)
-    if len(arr) and pc.any(pc.match_substring_regex(arr, _NEEDS_ESCAPE)).as_py():
-        arr = pc.replace_substring(arr, "\\", "\\\\")
-        arr = pc.replace_substring(arr, '"', '\\"')
-        if pc.any(pc.match_substring_regex(arr, _CONTROL)).as_py():
-            for code in range(0x20):
-                ch = chr(code)
-                if pc.any(pc.match_substring(arr, ch)).as_py():
-                    arr = pc.replace_substring(arr, ch, _SHORT_ESCAPES.get(ch, f"\\u{code:04x}"))
-    return _join('"', arr, '"')
-
-
-def _floats(arr: pa.Array, path: str) -> pa.Array:
-    """Fragments of a float array in Python ``repr`` form (what ``json.dumps`` writes)."""
-    values = arr.cast(pa.float64())
-    _fail_at(pc.invert(pc.is_finite(values)), path, "NaN and infinities cannot be written as JSON")
-    text = values.cast(pa.string()).cast(_LS)  # Arrow's shortest round-trip digits, in its own layout
-    size = pc.abs(values)
-    fixed = pc.and_(pc.greater_equal(size, 1e-4), pc.less(size, 1e16))  # where repr uses fixed notation
-    plain = pc.and_(pc.match_substring_regex(text, r"^-?\d+\.\d+$"), fixed)
-    whole = pc.and_(pc.match_substring_regex(text, r"^-?\d+$"), pc.less(size, 1e16))
-    sci = pc.and_(
-        pc.match_substring_regex(text, r"^-?\d(\.\d+)?e[+-]\d+$"),
-        pc.and_(pc.invert(fixed), pc.not_equal(size, 0.0)),
-    )
-    text = pc.if_else(whole, _join(text, ".0"), text)
-    text = pc.if_else(sci, pc.replace_substring_regex(text, r"e([+-])(\d)$", r"e\10\2"), text)
-    known = pc.or_(pc.or_(plain, whole), sci)
-    rest = np.flatnonzero(~np.asarray(pc.fill_null(known, True).to_numpy(zero_copy_only=False), dtype=bool))
-    if len(rest):  # layouts the repair cannot prove equal to repr (e.g. Arrow's 1e+15): repr itself
-        py = values.to_pylist()
-        fixes = pa.array([float.__repr__(py[i]) for i in rest.tolist()], _LS)
-        text = pc.replace_with_mask(text, pa.array(np.isin(np.arange(len(values)), rest)), fixes)
-    return text
-
-
-def _split_time(values: np.ndarray, per_s: int) -> tuple[np.ndarray, np.ndarray]:
-    secs = np.floor_divide(values, per_s)
-    return secs, values - secs * per_s
-
-
-def _fraction(rem: np.ndarray, per_s: int) -> pa.Array:
-    """``.ffffff`` (or nine digits for a sub-microsecond remainder; empty for zero) per value."""
-    if per_s <= 1_000_000:
-        micros = rem * (1_000_000 // per_s)
-        digits = pc.utf8_lpad(pa.array(micros).cast(_LS), 6, "0")
-        return pc.if_else(pa.array(micros != 0), _join(".", digits), _EMPTY)
-    micros, nanos = np.divmod(rem, 1000)
-    six = pc.utf8_lpad(pa.array(micros).cast(_LS), 6, "0")
-    nine = pc.utf8_lpad(pa.array(rem).cast(_LS), 9, "0")
-    out = pc.if_else(pa.array(nanos != 0), _join(".", nine), _join(".", six))
-    return pc.if_else(pa.array(rem != 0), out, _EMPTY)
-
-
-def _int64(arr: pa.Array) -> np.ndarray:
-    """The integers under a temporal (or integer) array, nulls as 0. time32 and date32 go through
-    int32: Arrow has no cast from them to int64."""
-    t = arr.type
-    if pa.types.is_time32(t) or pa.types.is_date32(t):
-        arr = arr.cast(pa.int32())
-    return np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(), dtype=np.int64)
-
-
-def _days(arr: pa.Array, path: str) -> np.ndarray:
-    """Days since the epoch of a date32 or date64 array, nulls as 0. A date64 must hold whole days
-    (Arrow's definition of date64); one that does not names no date and is refused."""
-    values = _int64(arr)
-    if pa.types.is_date32(arr.type):
-        return values
-    _fail_at(pa.array(values % 86_400_000 != 0), path, "a date64 value that is not a whole day is not a date")
-    return values // 86_400_000
-
-
-def _clock(
-    values: np.ndarray, per_s: int, pattern: str, path: str, what: str = "a timestamp"
-) -> tuple[pa.Array, pa.Array]:
-    """(whole-second text by ``pattern``, fraction) of integers ``values`` counted in 1/per_s seconds."""
-    secs, rem = _split_time(values, per_s)
-    _fail_at(
-        pa.array((secs < -62135596800) | (secs > 253402300799)),
-        path,
-        f"{what} outside the years 1-9999 cannot be written as RFC 3339",
-    )
-    whole = pc.strftime(pa.array(secs, pa.timestamp("s")), pattern).cast(_LS)
-    return whole, _fraction(rem, per_s)
-
-
-def _temporal(op: int, arr: pa.Array, path: str) -> pa.Array:
-    t = arr.type
-    if op == J_TIMESTAMP and pa.types.is_timestamp(t):
-        whole, frac = _clock(_int64(arr), _UNIT_PER_S[t.unit], "%Y-%m-%dT%H:%M:%S", path)
-        out = _join('"', whole, frac, _UTC_SUFFIX + '"')
-    elif op == J_DATE and (pa.types.is_date32(t) or pa.types.is_date64(t)):
-        whole, _ = _clock(_days(arr, path) * 86_400, 1, "%Y-%m-%d", path, "a date")
-        out = _join('"', whole, '"')
-    elif op == J_TIME and (pa.types.is_time32(t) or pa.types.is_time64(t)):
-        per_s = _UNIT_PER_S[t.unit]
-        values = _int64(arr)
-        # a time of day: the decoder (and RFC 3339) reads 00:00:00 to 23:59:59.999999999 only
-        _fail_at(pa.array((values < 0) | (values >= 86_400 * per_s)), path, "a time outside one day is not a time")
-        whole, frac = _clock(values, per_s, "%H:%M:%S", path)
-        out = _join('"', whole, frac, '"')
-    elif _is_text(t):
-        _check_format(op, arr, path)
-        return _quote(arr)  # already text: written as given, once the decoder would read it back
-    else:
-        raise EncodeError(f"{path}: an Arrow {t} column cannot be written as a {_OP_WORD[op]} string")
-    return pc.if_else(arr.is_valid(), out, pa.nulls(len(arr), _LS))
-
-
-# -- the decoder's rules for format and contentEncoding strings ------------------------------------------
-# The JSON kernels refuse (JSON_BAD_FORMAT) any text outside these; a string column written into such
-# a property is checked with them so that what is written reads back. RE2 (pyarrow) patterns with the
-# kernels' field ranges; the day of the month is checked after, per month and leap year.
-
-_DATE_RE = r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
-_CLOCK_RE = r"([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?"
-_OFFSET_RE = r"([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
-_FORMAT_RE = {
-    J_TIMESTAMP: f"^{_DATE_RE}[Tt ]{_CLOCK_RE}{_OFFSET_RE}$",
-    J_DATE: f"^{_DATE_RE}$",
-    J_TIME: f"^{_CLOCK_RE}{_OFFSET_RE}?$",
-}
-_BASE64_RE = r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
-_FORMAT_TEXT = {
-    J_TIMESTAMP: "an RFC 3339 date-time",
-    J_DATE: "an RFC 3339 full-date",
-    J_TIME: "an RFC 3339 time",
-}
-_MONTH_DAYS = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
-
-
-def _is_text(t: pa.DataType) -> bool:
-    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
-
-
-def _check_format(op: int, arr: pa.Array, path: str) -> None:
-    """Refuse the first string of ``arr`` the decoder would not read as a ``op`` (date-time, date, time)."""
-    text = arr.cast(_LS)
-    _fail_unmatched(text, _FORMAT_RE[op], path, f"is not {_FORMAT_TEXT[op]}")
-    if op == J_TIME:
-        return
-    # the shape allows day 31 in every month: check the days past 28 against their month and year
-    dated = pc.and_(arr.is_valid(), pc.greater(pc.utf8_slice_codeunits(pc.fill_null(text, "0000-00-00"), 8, 10), "28"))
-    rows = np.flatnonzero(np.asarray(pc.fill_null(dated, False).to_numpy(zero_copy_only=False), dtype=bool))
-    if not len(rows):
-        return
-    late = text.take(pa.array(rows))
-    year, month, day = (
-        np.asarray(pc.utf8_slice_codeunits(late, a, b).cast(pa.int64()).to_numpy(), dtype=np.int64)
-        for a, b in ((0, 4), (5, 7), (8, 10))
-    )
-    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
-    bad = day > _MONTH_DAYS[month] + ((month == 2) & leap)
-    if bad.any():
-        row = int(rows[int(np.argmax(bad))])
-        raise _RowError(path, row, f"{text[row].as_py()[:40]!r} is not {_FORMAT_TEXT[op]} (no such day)")
-
-
-def _check_base64(arr: pa.Array, size: int | None, path: str) -> None:
-    """Refuse the first string the decoder would not read as padded standard base64 (of ``size``
-    bytes when given)."""
-    text = arr.cast(_LS)
-    _fail_unmatched(text, _BASE64_RE, path, "is not padded standard base64")
-    if size is None:
-        return
-    length = np.asarray(pc.utf8_length(text).fill_null(0).to_numpy(), dtype=np.int64)
-    padding = np.asarray(pc.count_substring(text, "=").fill_null(0).to_numpy(), dtype=np.int64)
-    _fail_at(
-        pc.and_(arr.is_valid(), pa.array(length // 4 * 3 - padding != size)),
-        path,
-        f"base64 text not of {size} bytes (the fixed size)",
-    )
-
-
-def _fail_unmatched(text: pa.Array, pattern: str, path: str, what: str) -> None:
-    """Raise :class:`_RowError` at the first string of ``text`` that ``pattern`` does not match."""
-    bad = pc.invert(pc.fill_null(pc.match_substring_regex(text, pattern), True))
-    if pc.any(bad).as_py():
-        row = _first(bad)
-        raise _RowError(path, row, f"{text[row].as_py()[:40]!r} {what}")
-
-
-def _key_text(keys: pa.Array, path: str) -> pa.Array:
-    """Map keys as strings: binary keys must be UTF-8 (JSON object names are text)."""
-    if pa.types.is_dictionary(keys.type):
-        keys = keys.dictionary_decode()
-    try:
-        return keys.cast(pa.string())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass
-    for i, key in enumerate(keys.to_pylist()):
-        if isinstance(key, bytes):
-            try:
-                key.decode("utf-8")
-            except UnicodeDecodeError:
-                raise _RowError(path, i, f"map key {key[:40]!r} is not UTF-8 text") from None
-    raise EncodeError(f"{path}: map keys of Arrow type {keys.type} cannot be written as JSON object names")
-
-
-def _avro_number(shadow: av.Schema, arr: pa.Array, path: str) -> pa.Array:
-    """An Avro logical int/long of Pulsar JSON as Jackson writes it: the Avro number."""
-    t = arr.type
-    logical = getattr(shadow, "logical", None)
-    if pa.types.is_integer(t):
-        return arr
-    nulls = np.asarray(arr.is_null().to_numpy(zero_copy_only=False))
-    if logical and "timestamp" in logical and pa.types.is_timestamp(t):
-        src, dst = _UNIT_PER_S[t.unit], _AVRO_UNIT[logical.rsplit("-", 1)[1]]
-    elif logical == "date" and (pa.types.is_date32(t) or pa.types.is_date64(t)):
-        return pa.array(_days(arr, path), pa.int64(), mask=nulls)
-    elif logical in ("time-millis", "time-micros") and (pa.types.is_time32(t) or pa.types.is_time64(t)):
-        src, dst = _UNIT_PER_S[t.unit], 1000 if logical == "time-millis" else 1_000_000
-    else:
-        raise EncodeError(f"{path}: an Arrow {t} column cannot be written as a JSON integer")
-    values = _int64(arr)
-    if src < dst:
-        _fail_at(pa.array(np.abs(values) > np.iinfo(np.int64).max // (dst // src)), path, "overflows the Avro long")
-    scaled = np.floor_divide(values, src // dst) if src >= dst else values * (dst // src)
-    return pa.array(scaled, pa.int64(), mask=nulls)
-
-
-def _uuid_bytes(arr: pa.Array, path: str) -> pa.Array:
-    """A uuid on fixed(16) given as text (the decoder gives the canonical string): its 16 bytes."""
-    out: list[bytes | None] = []
-    for i, v in enumerate(arr.to_pylist()):
-        try:
-            out.append(None if v is None else uuid.UUID(v).bytes)
-        except ValueError:
-            raise _RowError(path, i, f"{v[:40]!r} is not a UUID") from None
-    return pa.array(out, pa.binary())
-
-
-def _base64(arr: pa.Array, size: int | None, path: str) -> pa.Array:
-    t = arr.type
-    if _is_text(t):
-        if size == 16:
-            arr = _uuid_bytes(arr, path)
-        else:
-            _check_base64(arr, size, path)
-            return _quote(arr)  # base64 text already
-    elif not (
-        pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-        or pa.types.is_fixed_size_binary(t)
-        or pa.types.is_binary_view(t)
-    ):
-        raise EncodeError(f"{path}: an Arrow {t} column cannot be written as base64")
-    out: list[str | None] = []
-    for i, v in enumerate(arr.to_pylist()):
-        if v is None:
-            out.append(None)
-            continue
-        if size is not None and len(v) != size:
-            raise _RowError(path, i, f"{len(v)} bytes where the fixed size is {size}")
-        out.append('"' + binascii.b2a_base64(v, newline=False).decode("ascii") + '"')
-    return pa.array(out, _LS)
 
 
 class _Columns:
@@ -635,9 +303,6 @@ def _list_parts(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
     return arr.values.slice(start, end - start), pa.array(offsets - start)
 
 
-_OP_WORD = {J_TIMESTAMP: "date-time", J_DATE: "date", J_TIME: "time"}
-
-
 class JsonEncoder:
     """Encode Arrow rows (or one value) as compact JSON payloads with one writer schema.
 
@@ -781,194 +446,3 @@ class JsonEncoder:
 
     def __repr__(self) -> str:
         return f"JsonEncoder({self.model!r})"
-
-
-# -- one value ----------------------------------------------------------------------------------------
-
-
-def _utc_iso(v: datetime.datetime) -> str:
-    if v.tzinfo is None:
-        v = v.replace(tzinfo=datetime.UTC)
-    text = v.astimezone(datetime.UTC).isoformat()
-    return text
-
-
-def _write_number(op: int, shadow: av.Schema, v: Any, path: str) -> str:
-    if op in (J_FLOAT, J_DOUBLE):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise EncodeError(f"{path}: {v!r} is not a number")
-        if isinstance(v, float):
-            if v != v or v in (float("inf"), float("-inf")):
-                raise EncodeError(f"{path}: NaN and infinities cannot be written as JSON")
-            return float.__repr__(v)
-        return int.__repr__(v)
-    logical = getattr(shadow, "logical", None)
-    if isinstance(v, datetime.datetime) and logical and "timestamp" in logical:
-        aware = v if v.tzinfo is not None else v.replace(tzinfo=datetime.UTC)
-        delta = aware - _EPOCH
-        micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-        per_s = _AVRO_UNIT[logical.rsplit("-", 1)[1]]
-        v = micros // (1_000_000 // per_s) if per_s <= 1_000_000 else micros * 1000
-    elif isinstance(v, datetime.date) and not isinstance(v, datetime.datetime) and logical == "date":
-        v = (v - _EPOCH_DAY).days
-    elif isinstance(v, datetime.time) and logical in ("time-millis", "time-micros"):
-        micros = ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
-        v = micros // 1000 if logical == "time-millis" else micros
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise EncodeError(f"{path}: {v!r} is not an integer")
-    lo, hi = _INT_RANGE[op]
-    if not lo <= v <= hi:
-        raise EncodeError(f"{path}: {v} is out of the {_INT_WORD[op]} range")
-    return int.__repr__(v)
-
-
-def _readable(op: int, size: int | None, text: str) -> bool:
-    """Whether the decoder reads ``text`` in a property of ``op`` (its own functions decide)."""
-    raw = text.encode("utf-8", "replace")  # a lone surrogate is no digit or base64 letter either
-    if op in (J_BYTES_B64, J_FIXED_B64):
-        decoded = _kernel_base64(raw)
-        return decoded is not None and (size is None or len(decoded) == size)
-    parse = _timestamp_micros if op == J_TIMESTAMP else _date_days if op == J_DATE else _time_micros
-    return parse(raw) is not None
-
-
-def _write_string(op: int, program: tuple[Any, ...], v: Any, path: str) -> str:  # noqa: C901 - one case per op
-    if isinstance(v, str):
-        if op == J_ENUM and v not in program[1]:
-            raise EncodeError(f"{path}: {v!r} is not a symbol of the enum")
-        uuid_text = op == J_FIXED_B64 and program[1] == 16 and len(v) == 36
-        if uuid_text:
-            try:
-                v = uuid.UUID(v).bytes
-            except ValueError:
-                uuid_text = False
-        if not uuid_text:
-            if op in _FORMAT_TEXT or op in (J_BYTES_B64, J_FIXED_B64):
-                size = program[1] if op == J_FIXED_B64 else None
-                if not _readable(op, size, v):
-                    what = _FORMAT_TEXT.get(op) or "padded standard base64" + (f" of {size} bytes" if size else "")
-                    raise EncodeError(f"{path}: {v[:40]!r} is not {what}")
-            return str(encode_basestring(v))
-    if op in (J_BYTES_B64, J_FIXED_B64) and isinstance(v, (bytes, bytearray, memoryview)):
-        raw = bytes(v)
-        if op == J_FIXED_B64 and len(raw) != program[1]:
-            raise EncodeError(f"{path}: {len(raw)} bytes where the fixed size is {program[1]}")
-        return '"' + binascii.b2a_base64(raw, newline=False).decode("ascii") + '"'
-    if op == J_TIMESTAMP and isinstance(v, datetime.datetime):
-        return '"' + _utc_iso(v) + '"'
-    if op == J_DATE and isinstance(v, datetime.date) and not isinstance(v, datetime.datetime):
-        return '"' + v.isoformat() + '"'
-    if op == J_TIME and isinstance(v, datetime.time):
-        return '"' + v.replace(tzinfo=None).isoformat() + '"'
-    raise EncodeError(f"{path}: {v!r} does not fit a {_WORDS.get(op, 'string')}")
-
-
-_WORDS = {
-    J_ENUM: "enum symbol",
-    J_BYTES_B64: "base64 string",
-    J_FIXED_B64: "base64 string",
-    J_TIMESTAMP: "date-time",
-    J_DATE: "date",
-    J_TIME: "time",
-}
-
-
-def _write(  # noqa: C901 - one case per op
-    program: tuple[Any, ...],
-    shadow: av.Schema,
-    v: Any,
-    out: list[str],
-    path: str,
-    extra_column: str | None = None,
-    absent: Mapping[int, frozenset[str]] | None = None,
-) -> None:
-    op = program[0]
-    if op == J_NULLABLE:
-        if v is None:
-            out.append("null")
-            return
-        inner = shadow.branches[1] if isinstance(shadow, av.Union) else shadow
-        _write(program[1], inner, v, out, path, absent=absent)
-        return
-    if v is None:
-        if op in (J_NULL, J_TEXT):
-            out.append("null")
-            return
-        raise EncodeError(f"{path}: null is not allowed here")
-    if op == J_OBJECT:
-        if not isinstance(v, Mapping):
-            raise EncodeError(f"{path}: {type(v).__name__} is not an object (a dict)")
-        shadow_fields = shadow.fields if isinstance(shadow, av.Record) else []
-        out.append("{")
-        first = True
-        named = set()
-        left_out = (absent or {}).get(id(shadow), frozenset())
-        for i, (name, child, missing) in enumerate(program[1]):
-            named.add(name)
-            if name not in v or (v[name] is None and name in left_out):  # null where null breaks the schema: absent
-                if missing is None:
-                    raise EncodeError(f"{path}: required property {name!r} is missing")
-                continue
-            out.append((encode_basestring(name) if first else "," + encode_basestring(name)) + ":")
-            first = False
-            child_shadow = shadow_fields[i].type if i < len(shadow_fields) else shadow
-            _write(child, child_shadow, v[name], out, f"{path}.{name}", absent=absent)
-        extra = v.get(extra_column) if program[2] and extra_column is not None else None
-        if extra_column is not None and program[2]:
-            named.add(extra_column)
-        for key, item in v.items():  # properties the schema does not name, as json.dumps writes them
-            if key not in named:
-                if not isinstance(key, str):
-                    raise EncodeError(f"{path}: property name {key!r} is not a string")
-                out.append(("" if first else ",") + encode_basestring(key) + ":" + dumps_text(item))
-                first = False
-        if extra is not None:
-            members = _compact(extra, f"{path}.{extra_column}")[1:-1] if isinstance(extra, str) else None
-            if members is None:
-                raise EncodeError(f"{path}.{extra_column}: expected the JSON text of an object")
-            if members:
-                out.append(("" if first else ",") + members)
-        out.append("}")
-        return
-    if op == J_ARRAY:
-        if isinstance(v, (str, bytes, Mapping)) or not hasattr(v, "__iter__"):
-            raise EncodeError(f"{path}: {type(v).__name__} is not an array (a list)")
-        item_shadow = shadow.items if isinstance(shadow, av.Array) else shadow
-        out.append("[")
-        for j, item in enumerate(v):
-            if j:
-                out.append(",")
-            _write(program[1], item_shadow, item, out, f"{path}[{j}]", absent=absent)
-        out.append("]")
-        return
-    if op == J_MAP:
-        pairs = v.items() if isinstance(v, Mapping) else v  # the decoder gives a list of (key, value)
-        value_shadow = shadow.values if isinstance(shadow, av.Map) else shadow
-        out.append("{")
-        try:
-            for j, (key, item) in enumerate(pairs):
-                if not isinstance(key, str):
-                    raise EncodeError(f"{path}: map key {key!r} is not a string")
-                out.append(("," if j else "") + encode_basestring(key) + ":")
-                _write(program[1], value_shadow, item, out, f"{path}{{{key}}}", absent=absent)
-        except (TypeError, ValueError):
-            raise EncodeError(f"{path}: {type(v).__name__} is not a map (a dict)") from None
-        out.append("}")
-        return
-    if op == J_NULL:
-        raise EncodeError(f"{path}: expected null")
-    if op == J_BOOL:
-        if not isinstance(v, bool):
-            raise EncodeError(f"{path}: {v!r} is not a boolean")
-        out.append("true" if v else "false")
-        return
-    if op in _INT_RANGE or op in (J_FLOAT, J_DOUBLE):
-        out.append(_write_number(op, shadow, v, path))
-        return
-    if op == J_TEXT:
-        out.append(_compact(v, path) if isinstance(v, str) else dumps_text(v))
-        return
-    if op in (J_STRING, J_ENUM, J_BYTES_B64, J_FIXED_B64, J_TIMESTAMP, J_DATE, J_TIME):
-        out.append(_write_string(op, program, v, path))
-        return
-    raise EncodeError(f"{path}: unknown program op {op}")  # pragma: no cover
