@@ -144,9 +144,9 @@ def test_bad_utf8_in_a_raw_string_is_found_at_its_byte_in_the_body(both_backends
     """The error of a raw row counts bytes in the payload as written (not in the copy given an
     Avro length), on both twins, split among threads too, and for one value."""
     from pulsar_codec._kernels import _backend
-    from pulsar_codec.pipeline import decoder as decoder_module
+    from pulsar_codec.pipeline import _rows
 
-    monkeypatch.setattr(decoder_module, "MIN_ROWS_PER_THREAD", 2)
+    monkeypatch.setattr(_rows, "MIN_ROWS_PER_THREAD", 2)
     bad = bytes.fromhex("03 00000007") + b"ok\xff"
     messages = [bytes.fromhex("03 00000007") + b"fine"] * 5 + [bad] + [bytes.fromhex("00 00000007 04") + b"\xc3("]
     seen = []

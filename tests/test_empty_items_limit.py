@@ -22,8 +22,7 @@ from pulsar_codec._kernels import _backend, defs
 from pulsar_codec.errors import ErrorCode, JsonDecodeError, ProtobufDecodeError, PulsarCodecError
 from pulsar_codec.formats import get_format
 from pulsar_codec.formats.protobuf.schema import parse as parse_proto
-from pulsar_codec.pipeline import Decoded, MessageDecoder
-from pulsar_codec.pipeline import decoder as decoder_module
+from pulsar_codec.pipeline import Decoded, MessageDecoder, _rows
 
 LIMIT = defs.ZERO_SIZE_ITEM_LIMIT
 TEXT = f"more than {LIMIT} items of no size"
@@ -222,7 +221,7 @@ def _same(a: object, b: object) -> None:
 
 @pytest.mark.parametrize("fmt", ["json", "protobuf"])
 def test_twins_agree_on_one_thread_and_split(both_backends, monkeypatch, fmt):
-    monkeypatch.setattr(decoder_module, "MIN_ROWS_PER_THREAD", 2)
+    monkeypatch.setattr(_rows, "MIN_ROWS_PER_THREAD", 2)
     if fmt == "json":
         make, build = functools.partial(_json_decoder, "nulls"), functools.partial(_json_payload, "nulls")
         bad, bad_error = wire.CONFLUENT.pack(1, b"[null,"), (ErrorCode.JSON_TRUNCATED, 6)

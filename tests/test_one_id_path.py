@@ -18,7 +18,7 @@ from pulsar_codec import _unframe, wire
 from pulsar_codec._arrow import binary_chunks
 from pulsar_codec.errors import PulsarCodecError
 from pulsar_codec.formats.protobuf.schema import parse as parse_proto
-from pulsar_codec.pipeline import Decoded, MessageDecoder
+from pulsar_codec.pipeline import Decoded, MessageDecoder, _rows
 from pulsar_codec.pipeline import decoder as decoder_module
 from test_avro_support import encode
 
@@ -127,7 +127,7 @@ def _general_path_only():
 @pytest.fixture
 def small_parts(monkeypatch):
     """Split batches of a few rows among threads, so the parts' prefix checks run side by side."""
-    monkeypatch.setattr(decoder_module, "MIN_ROWS_PER_THREAD", 2)
+    monkeypatch.setattr(_rows, "MIN_ROWS_PER_THREAD", 2)
 
 
 def _compare(messages: list[bytes | None], fmt: str) -> None:
