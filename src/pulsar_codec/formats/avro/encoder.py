@@ -78,7 +78,8 @@ def _bits(arr: pa.Array) -> np.ndarray:
 
 
 def _ints(arr: pa.Array) -> np.ndarray:
-    return _fixed(arr, arr.type.to_pandas_dtype()).astype(np.int64)
+    # copy=False: an int64 column is passed as the view of its Arrow buffer (the kernels only read it)
+    return _fixed(arr, arr.type.to_pandas_dtype()).astype(np.int64, copy=False)
 
 
 def _binary(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -94,7 +95,7 @@ def _binary(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(1, dtype=np.uint8), np.zeros(n + 1, dtype=np.int64)
     offs = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32, count=arr.offset + n + 1)[arr.offset :]
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None and bufs[2].size else np.zeros(1, np.uint8)
-    return data, offs.astype(np.int64)
+    return data, offs.astype(np.int64, copy=False)
 
 
 def _rescale(values: np.ndarray, src_per_s: int, dst_per_s: int, path: str) -> np.ndarray:
@@ -354,7 +355,7 @@ class _Binder:
             return self.node(k.E_ENUM, path, valid=valid, data=_ints(arr.indices), table=table)
         if isinstance(node, Array):
             if pa.types.is_list(t) or pa.types.is_large_list(t):
-                offs = arr.offsets.to_numpy().astype(np.int64)
+                offs = arr.offsets.to_numpy().astype(np.int64, copy=False)
             elif pa.types.is_fixed_size_list(t):
                 size = t.list_size
                 offs = (np.arange(len(arr) + 1, dtype=np.int64) + arr.offset) * size
@@ -367,7 +368,7 @@ class _Binder:
         if isinstance(node, Map):
             if not pa.types.is_map(t) or not _is_text(t.key_type):
                 raise _Unbindable(path)
-            offs = arr.offsets.to_numpy().astype(np.int64)
+            offs = arr.offsets.to_numpy().astype(np.int64, copy=False)
             entries = arr.values
             keys, items = entries.field(0), entries.field(1)
 
@@ -428,7 +429,7 @@ class _Binder:
             if lt.startswith("time-"):
                 if not (pa.types.is_time32(t) or pa.types.is_time64(t)):
                     raise _Unbindable(path)
-                src = _fixed(arr, np.int32 if pa.types.is_time32(t) else np.int64).astype(np.int64)
+                src = _fixed(arr, np.int32 if pa.types.is_time32(t) else np.int64).astype(np.int64, copy=False)
                 dst = 1000 if lt == "time-millis" else 1_000_000
                 return self.node(code, path, valid=valid, data=_rescale(src, _UNIT_PER_S[t.unit], dst, path))
             if not pa.types.is_timestamp(t):
@@ -447,7 +448,7 @@ class _Binder:
             return self.node(k.E_INT if nt == "int" else k.E_LONG, path, valid=valid, data=_ints(arr))
         if nt in ("float", "double"):
             if pa.types.is_float32(t) or pa.types.is_float64(t):
-                data = _fixed(arr, np.float32 if pa.types.is_float32(t) else np.float64).astype(np.float64)
+                data = _fixed(arr, np.float32 if pa.types.is_float32(t) else np.float64).astype(np.float64, copy=False)
             elif _is_int(t):
                 data = _ints(arr).astype(np.float64)
             else:
@@ -545,7 +546,7 @@ class Encoder:
             _check_fit(node, col.type, path)
         n = data.num_rows
         null_rows = None
-        if cols and any(c.null_count for c in cols):
+        if cols and all(c.null_count for c in cols):  # a column without nulls: no row is all null
             null_rows = np.logical_and.reduce([np.asarray(c.is_null().to_numpy(zero_copy_only=False)) for c in cols])
         # an all-null row that the schema cannot hold is a null message (a tombstone)
         all_null_ok = all(_admits_null(f.type) for f in self._fields) if is_record else _admits_null(self.schema)
