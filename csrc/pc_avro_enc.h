@@ -4,8 +4,11 @@
  * Pure twin: src/pulsar_codec/_kernels/avro_encode_py.py (same nodes, same bytes, same error tuples).
  *
  * A node reads element j of its Arrow array: `valid` (one byte per element, or NULL: no nulls),
- * `data` (int64 / double / uint8 values, 16-byte little-endian decimals, or a byte buffer that
- * `offs` (n + 1 int64 offsets) slices for bytes, strings, arrays and maps). Records pass j to their
+ * `data` (int32 / int64 / float / double values as `dsize` says, uint8 values, 16-byte
+ * little-endian decimals, or a byte buffer that the n + 1 offsets slice for bytes, strings, arrays
+ * and maps: `offs` int64, or `offs32` int32 when set). 32-bit values and offsets are read where
+ * Arrow holds them, so an int32 or float32 column or a 32-bit-offset string / list is not widened
+ * into a copy before the kernel runs. Records pass j to their
  * fields, arrays and maps pass offs[j]..offs[j + 1] to their item (and key) nodes, a union passes
  * offs[j] to the node of the child its element is in. */
 #ifndef PC_AVRO_ENC_H
@@ -30,10 +33,12 @@ static pc_egrow_fn pc_egrow_hook = NULL;
 
 typedef struct {
     int32_t code, first, count;
+    int32_t dsize; /* bytes per element of `data` for the integer and float nodes: 4 or 8 */
     int64_t arg, arg2;
     const uint8_t *valid;
     const uint8_t *data;
     const int64_t *offs;
+    const int32_t *offs32; /* set instead of offs for 32-bit offsets */
     const int32_t *table;
 } pc_enode;
 
@@ -97,6 +102,25 @@ static inline int pc_edec_len(const uint8_t *le)
     return (bits + 8) / 8;
 }
 
+static inline int64_t pc_eoff(const pc_enode *n, int64_t j)
+{
+    return n->offs32 != NULL ? (int64_t)n->offs32[j] : n->offs[j];
+}
+
+/* integer element j of `data` (int32 or int64) */
+static inline int64_t pc_eint(const pc_enode *n, int64_t j)
+{
+    if (n->dsize == 4) {
+        int32_t w;
+        memcpy(&w, n->data + 4 * j, 4);
+        return w;
+    } else {
+        int64_t v;
+        memcpy(&v, n->data + 8 * j, 8);
+        return v;
+    }
+}
+
 static int pc_enc_node(pc_ectx *c, int32_t ni, int64_t j)
 {
     const pc_enode *n = c->nodes + ni;
@@ -122,8 +146,7 @@ static int pc_enc_node(pc_ectx *c, int32_t ni, int64_t j)
         return 0;
     case E_INT:
     case E_LONG: {
-        int64_t v;
-        memcpy(&v, n->data + 8 * j, 8);
+        int64_t v = pc_eint(n, j);
         if (n->code == E_INT && (v < INT32_MIN || v > INT32_MAX)) PC_EFAIL(PC_ENC_INT_RANGE, v);
         PC_EROOM(10);
         pc_eput_zz(c, v);
@@ -132,6 +155,12 @@ static int pc_enc_node(pc_ectx *c, int32_t ni, int64_t j)
     case E_FLOAT: {
         double d;
         float f;
+        if (n->dsize == 4) { /* a float32 column: written as it is */
+            PC_EROOM(4);
+            memcpy(c->out.p + c->len, n->data + 4 * j, 4);
+            c->len += 4;
+            return 0;
+        }
         memcpy(&d, n->data + 8 * j, 8);
         f = (float)d;
         if (isinf(f) && !isinf(d)) PC_EFAIL(PC_ENC_FLOAT_RANGE, 0);
@@ -142,11 +171,19 @@ static int pc_enc_node(pc_ectx *c, int32_t ni, int64_t j)
     }
     case E_DOUBLE:
         PC_EROOM(8);
-        memcpy(c->out.p + c->len, n->data + 8 * j, 8);
+        if (n->dsize == 4) { /* a float32 column into a double: exact */
+            float f;
+            double d;
+            memcpy(&f, n->data + 4 * j, 4);
+            d = (double)f;
+            memcpy(c->out.p + c->len, &d, 8);
+        } else {
+            memcpy(c->out.p + c->len, n->data + 8 * j, 8);
+        }
         c->len += 8;
         return 0;
     case E_BYTES: {
-        int64_t s = n->offs[j], len = n->offs[j + 1] - s;
+        int64_t s = pc_eoff(n, j), len = pc_eoff(n, j + 1) - s;
         PC_EROOM(10 + len);
         pc_eput_zz(c, len);
         if (len) memcpy(c->out.p + c->len, n->data + s, (size_t)len);
@@ -160,9 +197,8 @@ static int pc_enc_node(pc_ectx *c, int32_t ni, int64_t j)
         c->len += n->arg;
         return 0;
     case E_ENUM: {
-        int64_t k;
+        int64_t k = pc_eint(n, j);
         int32_t sym;
-        memcpy(&k, n->data + 8 * j, 8);
         sym = n->table[k];
         if (sym < 0) PC_EFAIL(PC_ENC_ENUM_SYMBOL, k);
         PC_EROOM(10);
@@ -179,7 +215,7 @@ static int pc_enc_node(pc_ectx *c, int32_t ni, int64_t j)
     }
     case E_ARRAY:
     case E_MAP: {
-        int64_t s = n->offs[j], e = n->offs[j + 1], m;
+        int64_t s = pc_eoff(n, j), e = pc_eoff(n, j + 1), m;
         int32_t item = c->kids[n->first + (n->code == E_MAP ? 1 : 0)];
         int32_t key = c->kids[n->first];
         PC_EROOM(11);
@@ -226,7 +262,7 @@ static int pc_enc_node(pc_ectx *c, int32_t ni, int64_t j)
          * (both checked against the children by the binder); the kid writes the branch index */
         int64_t k;
         memcpy(&k, n->data + 8 * j, 8);
-        return pc_enc_node(c, c->kids[n->first + k], n->offs[j]);
+        return pc_enc_node(c, c->kids[n->first + k], pc_eoff(n, j));
     }
     default:
         PC_EFAIL(PC_ENC_NULL_VALUE, -1); /* unreachable: nodes come from encoder.py */

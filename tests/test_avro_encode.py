@@ -275,3 +275,64 @@ def test_unbindable_pairings_use_the_row_writer(both_backends):
     batch = pa.record_batch({"u": pa.array([None, None]), "n": pa.array([1, 2], pa.uint64())})
     res = both(avro.Encoder(schema), batch, both_backends)
     assert res == ("ok", [b"\x00\x02", b"\x00\x04"])
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["32-bit buffers", "64-bit buffers"])
+@pytest.mark.parametrize("start", [0, 1, 3])
+def test_value_and_offset_widths_give_the_same_bytes(both_backends, wide, start):
+    # The compiled twin reads int32 / float32 values and 32-bit offsets where Arrow holds them, and
+    # the 64-bit forms likewise: both layouts, sliced or not, must write what the row writer writes.
+    schema = {
+        "type": "record",
+        "name": "W",
+        "fields": [
+            {"name": "i", "type": "int"},
+            {"name": "l", "type": "long"},
+            {"name": "f", "type": "float"},
+            {"name": "d", "type": "double"},
+            {"name": "s", "type": ["null", "string"]},
+            {"name": "b", "type": "bytes"},
+            {"name": "a", "type": {"type": "array", "items": ["null", "int"]}},
+            {"name": "m", "type": {"type": "map", "values": "double"}},
+            {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["X", "Y", "Z"]}},
+            {"name": "u", "type": ["int", "string"]},
+        ],
+    }
+    ints = [0, -1, 2**31 - 1, -(2**31), 5, 64, -65]
+    floats = [0.0, -1.5, 3.25, 1e30, -2.5e-10, 7.0, 0.1]
+    string = pa.large_string() if wide else pa.string()
+    binary = pa.large_binary() if wide else pa.binary()
+    list_of = pa.large_list if wide else pa.list_
+    union = pa.UnionArray.from_dense(
+        pa.array([0, 1, 0, 1, 1, 0, 0], pa.int8()),
+        pa.array([0, 0, 1, 1, 2, 2, 3], pa.int32()),
+        [pa.array([1, 2, 3, 4], pa.int32()), pa.array(["p", "q", "r"], pa.string())],
+        ["i", "s"],
+    )
+    batch = pa.record_batch(
+        {
+            "i": pa.array(ints, pa.int64() if wide else pa.int32()),
+            "l": pa.array([v * 3 for v in ints], pa.int64()),
+            "f": pa.array(floats, pa.float64() if wide else pa.float32()),
+            "d": pa.array(floats, pa.float64() if wide else pa.float32()),
+            "s": pa.array(["", None, "héllo", "x" * 200, "a", None, "z"], string),
+            "b": pa.array([b"", b"\x00", b"\xff" * 3, b"q", b"", b"r", b"s"], binary),
+            "a": pa.array([[1, None], [], None, [2], [3, 4, 5], [], [None]], list_of(pa.int32())).fill_null([]),
+            "m": pa.array(
+                [[("k", 1.5)], [], [("a", 2.0), ("b", -3.0)], [], [("c", 0.25)], [], [("z", 1.0)]],
+                pa.map_(string, pa.float64()),
+            ),
+            "e": pa.array(["X", "Z", "Y", "X", "Z", "Y", "X"]).dictionary_encode(),
+            "u": union,
+        }
+    ).slice(start)
+    enc = avro.Encoder(schema)
+    res = both(enc, batch, both_backends)
+    assert res[0] == "ok"
+    assert res == outcome(lambda: row_path(enc, batch))
+    parsed = fastavro.parse_schema(schema, _write_hint=False)
+    rows = [fastavro.schemaless_reader(io.BytesIO(body), parsed, None) for body in res[1]]
+    assert [r["i"] for r in rows] == ints[start:]
+    assert [r["s"] for r in rows] == batch.column("s").to_pylist()
+    assert [r["u"] for r in rows] == union.slice(start).to_pylist()
+    assert [r["f"] for r in rows] == pa.array(floats[start:], pa.float32()).to_pylist()

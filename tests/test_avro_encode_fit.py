@@ -259,12 +259,17 @@ def test_sparse_and_nested_unions(backend):
         ["double", "int"],
     )
     assert both_paths(enc, pa.record_batch({"u": dense})) == [b"\x02" + b"\x00" * 6 + b"\xf8\x3f", b"\x00", b"\x04\x06"]
-    # ... and an error where the union has none
-    strict = avro.Encoder(record(("u", ["double", "int"])))
+    # ... and an error where the union has none (another column holds a value: not a tombstone)
+    strict = avro.Encoder(record(("u", ["double", "int"]), ("x", "int")))
+    rows = pa.record_batch({"u": dense, "x": pa.array([1, 2, 3], pa.int32())})
     for encode in (strict.encode, lambda b: row_path(strict, b)):
         with pytest.raises(EncodeError, match=r"^row 1: R\.u\[1\]: None is not a valid int") as exc:
-            encode(pa.record_batch({"u": dense}))
+            encode(rows)
         assert exc.value.index == 1
+    # a row whose only column is a null union element is all null: a null message, as a decoded
+    # tombstone's row is
+    alone = avro.Encoder(record(("u", ["double", "int"])))
+    assert both_paths(alone, pa.record_batch({"u": dense}))[1] is None
     # unions inside lists and records
     nested = record(("xs", {"type": "array", "items": ["int", "long"]}))
     bodies = [b"\x04\x00\x02\x02\x04\x00", b"\x00", b"\x02\x02\x80\x80\x80\x80\x10\x00"]
@@ -395,3 +400,9 @@ def test_an_integer_past_every_integer_branch_says_so(backend):
     ) as caught:
         avro.Encoder(schema).encode(pa.table({"i": pa.array([1, 2**31], pa.int64())}))
     assert caught.value.index == 1
+
+
+def test_a_decoded_tombstone_of_union_columns_only_encodes_back(backend):
+    schema = record(("u", ["double", "int"]))
+    batch = avro.Decoder(schema).decode([b"\x02\x04", None])
+    assert both_paths(avro.Encoder(schema), batch) == [b"\x02\x04", None]

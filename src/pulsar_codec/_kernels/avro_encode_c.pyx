@@ -28,11 +28,12 @@ cdef extern from "pc_avro_enc.h":
     ctypedef int (*pc_egrow_fn)(pc_ebuf *b, int64_t cap) noexcept
     pc_egrow_fn pc_egrow_hook
     ctypedef struct pc_enode:
-        int32_t code, first, count
+        int32_t code, first, count, dsize
         int64_t arg, arg2
         const uint8_t *valid
         const uint8_t *data
         const int64_t *offs
+        const int32_t *offs32
         const int32_t *table
     ctypedef struct pc_ectx:
         const pc_enode *nodes
@@ -107,6 +108,26 @@ cdef const uint8_t *_ptr(arr, keep) except? NULL:
     return <const uint8_t *> <size_t> a.ctypes.data
 
 
+_INTS = (defs.E_INT, defs.E_LONG, defs.E_ENUM)
+_FLOATS = (defs.E_FLOAT, defs.E_DOUBLE)
+
+
+def _values(code, data):
+    """``data`` as the C node reads it: integers int32 or int64, floats float32 or float64 (the
+    32-bit forms as Arrow holds them, so that the binder need not widen them into a copy), a
+    union's child numbers int64, anything else bytes as they are."""
+    if data is None:
+        return None
+    a = np.asarray(data)
+    if code in _INTS:
+        return a if a.dtype == np.int32 else a.astype(np.int64, copy=False)
+    if code in _FLOATS:
+        return a if a.dtype == np.float32 else a.astype(np.float64, copy=False)
+    if code == defs.E_UNION:
+        return a.astype(np.int64, copy=False)
+    return a
+
+
 def encode(nodes, kids, root, skip, n, capacity):
     """Encode ``n`` rows; same contract as ``avro_encode_py.encode``."""
     # twin: avro_encode_py.encode
@@ -139,8 +160,15 @@ def encode(nodes, kids, root, skip, n, capacity):
             N[i].arg = arg
             N[i].arg2 = arg2
             N[i].valid = _ptr(None if valid is None else np.asarray(valid, dtype=np.uint8), keep)
+            data = _values(code, data)
+            N[i].dsize = 0 if data is None else data.dtype.itemsize
             N[i].data = _ptr(data, keep)
-            N[i].offs = <const int64_t *> _ptr(None if offs is None else np.asarray(offs, dtype=np.int64), keep)
+            if offs is not None and np.asarray(offs).dtype == np.int32:  # Arrow's 32-bit offsets, not widened
+                N[i].offs32 = <const int32_t *> _ptr(np.asarray(offs), keep)
+                N[i].offs = NULL
+            else:
+                N[i].offs32 = NULL
+                N[i].offs = <const int64_t *> _ptr(None if offs is None else np.asarray(offs, dtype=np.int64), keep)
             N[i].table = <const int32_t *> _ptr(None if table is None else np.asarray(table, dtype=np.int32), keep)
         ctx.nodes = N
         if skip is not None:

@@ -7,11 +7,12 @@ Contract shared with the compiled twin
 ``nodes``
     ``[(code, first, count, arg, arg2, valid, data, offs, table), ...]`` bound to one batch by
     :mod:`pulsar_codec.formats.avro.encoder`; node ``i``'s children are ``kids[first:first + count]``.
-    ``valid``: uint8 per element or None; ``data``: int64 values (E_INT, E_LONG, E_ENUM; E_UNION: the
-    child, i.e. the index into the node's children, of each element), float64
-    (E_FLOAT, E_DOUBLE), uint8 (E_BOOL; bytes for E_BYTES / E_FIXED; 16 little-endian bytes per
-    element for decimals); ``offs``: int64 ``n + 1`` offsets (E_BYTES, E_ARRAY, E_MAP; E_UNION: the
-    index of each element in its child); ``table``:
+    ``valid``: uint8 per element or None; ``data``: int32 or int64 values (E_INT, E_LONG, E_ENUM;
+    E_UNION: the child, i.e. the index into the node's children, of each element), float32 or
+    float64 (E_FLOAT, E_DOUBLE), uint8 (E_BOOL; bytes for E_BYTES / E_FIXED; 16 little-endian bytes
+    per element for decimals); ``offs``: int32 or int64 ``n + 1`` offsets (E_BYTES, E_ARRAY, E_MAP;
+    E_UNION: the index of each element in its child). The 32-bit forms are Arrow's own buffers,
+    which the compiled twin reads in place; ``table``:
     int32 dictionary index -> enum symbol (-1: not a symbol). ``arg`` / ``arg2``: E_OPTION null and
     value branch; E_FIXED Avro size and Arrow width; E_DEC_FIXED size.
 ``root``

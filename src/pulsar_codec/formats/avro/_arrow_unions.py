@@ -62,7 +62,7 @@ def _union_layout(arr: pa.Array, path: str) -> tuple[np.ndarray, np.ndarray, lis
     kid = lut[codes]
     children = [arr.field(i) for i in range(t.num_fields)]
     if t.mode == "dense":
-        where = np.frombuffer(bufs[2], dtype=np.int32, count=off + n)[off:].astype(np.int64) if n else kid
+        where = np.frombuffer(bufs[2], dtype=np.int32, count=off + n)[off:] if n else kid
     else:  # a sparse union's children are sliced as the union is: element j is element j
         where = np.arange(n, dtype=np.int64)
     sizes = np.array([len(c) for c in children] or [0], dtype=np.int64)

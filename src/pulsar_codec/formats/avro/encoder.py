@@ -78,12 +78,15 @@ def _bits(arr: pa.Array) -> np.ndarray:
 
 
 def _ints(arr: pa.Array) -> np.ndarray:
-    # copy=False: an int64 column is passed as the view of its Arrow buffer (the kernels only read it)
-    return _fixed(arr, arr.type.to_pandas_dtype()).astype(np.int64, copy=False)
+    """The values of an integer array: an int32 or int64 one as the view of its Arrow buffer (the
+    kernels read both widths and only read), the other widths widened to int64."""
+    values = _fixed(arr, arr.type.to_pandas_dtype())
+    return values if values.dtype == np.int32 else values.astype(np.int64, copy=False)
 
 
 def _binary(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(data bytes, int64 offsets n + 1 into them) of a binary/string array."""
+    """(data bytes, n + 1 offsets into them: int32 or int64 as the array holds them) of a
+    binary/string array."""
     t = arr.type
     if pa.types.is_binary_view(t) or pa.types.is_string_view(t):
         arr = arr.cast(pa.large_binary())
@@ -95,7 +98,7 @@ def _binary(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(1, dtype=np.uint8), np.zeros(n + 1, dtype=np.int64)
     offs = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32, count=arr.offset + n + 1)[arr.offset :]
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None and bufs[2].size else np.zeros(1, np.uint8)
-    return data, offs.astype(np.int64, copy=False)
+    return data, offs
 
 
 def _rescale(values: np.ndarray, src_per_s: int, dst_per_s: int, path: str) -> np.ndarray:
@@ -355,7 +358,7 @@ class _Binder:
             return self.node(k.E_ENUM, path, valid=valid, data=_ints(arr.indices), table=table)
         if isinstance(node, Array):
             if pa.types.is_list(t) or pa.types.is_large_list(t):
-                offs = arr.offsets.to_numpy().astype(np.int64, copy=False)
+                offs = arr.offsets.to_numpy()  # int32 or int64: the kernels read both
             elif pa.types.is_fixed_size_list(t):
                 size = t.list_size
                 offs = (np.arange(len(arr) + 1, dtype=np.int64) + arr.offset) * size
@@ -368,7 +371,7 @@ class _Binder:
         if isinstance(node, Map):
             if not pa.types.is_map(t) or not _is_text(t.key_type):
                 raise _Unbindable(path)
-            offs = arr.offsets.to_numpy().astype(np.int64, copy=False)
+            offs = arr.offsets.to_numpy()
             entries = arr.values
             keys, items = entries.field(0), entries.field(1)
 
@@ -422,7 +425,7 @@ class _Binder:
                 return self.node(code, path, valid=valid, data=data)
             if lt == "date":
                 if pa.types.is_date32(t):
-                    return self.node(code, path, valid=valid, data=_fixed(arr, np.int32).astype(np.int64))
+                    return self.node(code, path, valid=valid, data=_fixed(arr, np.int32))
                 if pa.types.is_date64(t):
                     return self.node(code, path, valid=valid, data=np.floor_divide(_fixed(arr, np.int64), 86_400_000))
                 raise _Unbindable(path)
@@ -448,7 +451,7 @@ class _Binder:
             return self.node(k.E_INT if nt == "int" else k.E_LONG, path, valid=valid, data=_ints(arr))
         if nt in ("float", "double"):
             if pa.types.is_float32(t) or pa.types.is_float64(t):
-                data = _fixed(arr, np.float32 if pa.types.is_float32(t) else np.float64).astype(np.float64, copy=False)
+                data = _fixed(arr, np.float32 if pa.types.is_float32(t) else np.float64)  # both widths read
             elif _is_int(t):
                 data = _ints(arr).astype(np.float64)
             else:
@@ -546,7 +549,8 @@ class Encoder:
             _check_fit(node, col.type, path)
         n = data.num_rows
         null_rows = None
-        if cols and all(c.null_count for c in cols):  # a column without nulls: no row is all null
+        # a column without nulls means no row is all null (a union keeps its nulls in its children)
+        if cols and all(c.null_count or pa.types.is_union(c.type) for c in cols):
             null_rows = np.logical_and.reduce([np.asarray(c.is_null().to_numpy(zero_copy_only=False)) for c in cols])
         # an all-null row that the schema cannot hold is a null message (a tombstone)
         all_null_ok = all(_admits_null(f.type) for f in self._fields) if is_record else _admits_null(self.schema)
