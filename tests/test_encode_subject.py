@@ -141,6 +141,20 @@ def test_derived_schema_does_not_depend_on_the_batch_s_nulls(backend, reg):  # n
     assert reg.list_versions("stream-value") == [1, 2]
 
 
+@pytest.mark.parametrize("fmt", ["AVRO", "JSON"])
+def test_one_encoder_keeps_what_it_registered_nullable(backend, reg, fmt):  # noqa: F811
+    """The first batch of a new subject registers its first version; a later batch of the same
+    encoder whose Arrow schema says "never null" derives from that version, as a new encoder on
+    the subject does, instead of a version the subject refuses."""
+    encoder = pc.MessageEncoder(reg, "fresh-value", format=fmt)
+    first = encoder.encode(pa.table({"id": [1]}))
+    strict = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    second = encoder.encode(pa.table({"id": [2]}, strict))
+    assert reg.list_versions("fresh-value") == [1]
+    assert {m[:5] for m in first.to_pylist() + second.to_pylist()} == {first[0].as_py()[:5]}
+    assert pc.decode(pa.concat_arrays([first, second]), reg).column("id").to_pylist() == [1, 2]
+
+
 def test_use_latest_arguments():
     with pytest.raises(ValueError, match="needs a subject"):
         MessageEncoder({}, use_latest=True)

@@ -224,7 +224,18 @@ class MessageEncoder:
             return self.schema_id
         if self.use_latest:
             return self._latest_id
-        return self._ids.get_or_make(writer.key, lambda: self._register(writer))
+        return self._ids.get_or_make(writer.key, lambda: self._registered(writer))
+
+    def _registered(self, writer: ParsedSchema) -> Any:
+        """The id of ``writer``, registered under the subject where it is new there."""
+        schema_id = self._register(writer)
+        if self._fixed is None:
+            # a derived writer may be the subject's latest version now (its first one, for a new
+            # subject): the next derivation asks again, so it keeps nullable what this one made
+            # nullable, as a new encoder on the subject would
+            with self._lock:
+                self._shape = None
+        return schema_id
 
     def _register(self, writer: ParsedSchema) -> Any:
         registry = self._registry.get()
