@@ -668,10 +668,10 @@ def test_json_hortonworks_protocol_4(factory):
 def test_json_errors(factory, reg):
     schema = factory.json_schema("t", PERSON)
     prefix = schema.encode(None, {}).data[:5]
-    with pytest.raises(errors.DecodeError, match="invalid JSON payload") as info:
+    with pytest.raises(errors.JsonDecodeError, match="invalid JSON payload") as info:
         schema.decode(None, prefix + b'{"a": tru}')
     assert info.value.code == ErrorCode.JSON_INVALID and info.value.offset == 6
-    with pytest.raises(errors.DecodeError, match="UTF-8") as info:
+    with pytest.raises(errors.JsonDecodeError, match="UTF-8") as info:
         schema.decode(None, prefix + b'"\xff"')
     assert info.value.offset == 1
     with pytest.raises(errors.DecodeError) as info:

@@ -366,7 +366,7 @@ _TABLE: dict[ErrorCode, tuple[type[DecodeError], str]] = {
         AvroDecodeError,
         "decimal unscaled value has more digits than its precision {detail}",
     ),
-    ErrorCode.JSON_INVALID: (DecodeError, "invalid JSON payload: {reason}"),
+    ErrorCode.JSON_INVALID: (JsonDecodeError, "invalid JSON payload: {reason}"),
     ErrorCode.JSON_UNEXPECTED_BYTE: (JsonDecodeError, "invalid JSON: unexpected byte 0x{detail:02x}"),
     ErrorCode.JSON_TRUNCATED: (JsonDecodeError, "invalid JSON: the text ends inside a value"),
     ErrorCode.JSON_WRONG_TYPE: (JsonDecodeError, "JSON {detail} where the schema expects another type"),

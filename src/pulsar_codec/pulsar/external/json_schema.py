@@ -22,7 +22,7 @@ _HW_MAX_JSON_ID = 0x7FFFFFFF
 
 
 def _json_body(body: bytes, index: int) -> Any:
-    """``json.loads`` of one body; a DecodeError (JSON_INVALID) with the byte offset otherwise."""
+    """``json.loads`` of one body; a JsonDecodeError (JSON_INVALID) with the byte offset otherwise."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -137,7 +137,7 @@ class JsonExternalSchema(RegistrySchema):
 
         Raises
         ------
-        DecodeError
+        JsonDecodeError
             The body is not UTF-8 JSON (``code`` JSON_INVALID, ``offset`` the byte in the body).
         SchemaNotFoundError, WireFormatError
             As for :meth:`AvroExternalSchema.decode`.
