@@ -411,8 +411,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the main job on generated data (embedded registry, Spark in local mode)",
         description=(
             "Generate an evolving Avro topic (3 schema versions), KeyValue messages and a few corrupt "
-            "ones, register the schemas in an embedded registry, write raw Parquet topic dumps, decode "
-            "them with Spark in local mode, and write decoded and dead-letter Parquet tables."
+            "ones, register the schemas in an embedded registry, produce them to a local pulsar-lite "
+            "broker, read them with Spark in local mode through format('pulsar') (orders as a "
+            "checkpointed stream), and write decoded and dead-letter Parquet tables. With --engine local "
+            "the topics are dumped and decoded in this process on every core; where no broker can start, "
+            "the raw Parquet topic dumps generated instead are read."
         ),
     )
     demo.add_argument("--rows", type=_count(0), default=200_000, help="order messages to generate (default 200000)")

@@ -263,9 +263,10 @@ def spark_schema(reader_schema: Any, *, nullable: bool = False) -> Any:
         An Avro schema. A record gives one field per record field; any other schema one field
         named ``value``.
     nullable : bool, default False
-        Declare every field nullable, not only those whose type admits null: the type a
-        ``pandas_udf`` returning the struct must declare (Spark's pandas conversion marks each
-        field of a returned struct nullable and refuses a declared non-nullable one).
+        Declare every top-level field nullable, not only those whose type admits null: the type
+        a ``pandas_udf`` returning the struct must declare (Spark's pandas conversion marks each
+        field of a returned struct nullable and refuses a declared non-nullable one). Fields of
+        nested records keep the schema's nullability, which such a UDF accepts.
 
     Returns
     -------
