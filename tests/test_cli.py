@@ -843,3 +843,11 @@ def test_summary_table_and_quiet(capsys):
         _console.set_verbosity(0)
     assert capsys.readouterr().out == ""
     assert _console.library_log_level() == 30
+
+
+def test_rates_print_in_a_unit_that_shows_them():
+    rate = _console.rate
+    assert rate(3_000_000, 1.5) == "2.00M rows/s"
+    assert rate(2_000, 1.0) == "2.0k rows/s"  # 0.00M would say nothing
+    assert rate(300, 2.0) == "150 rows/s"
+    assert rate(10, 0.0) == "n/a"

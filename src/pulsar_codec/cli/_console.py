@@ -171,8 +171,16 @@ def summary(title: str, rows: Sequence[tuple[str, str]]) -> None:
 
 
 def rate(rows: int, seconds: float) -> str:
-    """``rows`` per ``seconds`` as millions of rows per second, for the timing tables."""
-    return f"{rows / seconds / 1e6:,.2f}M rows/s" if seconds > 0 else "n/a"
+    """``rows`` per ``seconds`` for the timing tables: millions of rows per second, or thousands
+    (or rows) where millions would print as 0.00M."""
+    if seconds <= 0:
+        return "n/a"
+    per_s = rows / seconds
+    if per_s >= 5_000:
+        return f"{per_s / 1e6:,.2f}M rows/s"
+    if per_s >= 1_000:
+        return f"{per_s / 1e3:,.1f}k rows/s"
+    return f"{per_s:,.0f} rows/s"
 
 
 def best_of(fn: Callable[[], object], repeat: int) -> float:
