@@ -103,7 +103,9 @@ pc_egrow_hook = _pool_grow
 cdef const uint8_t *_ptr(arr, keep) except? NULL:
     if arr is None:
         return NULL
-    a = np.ascontiguousarray(arr)
+    # contiguous and aligned: a view of an Arrow buffer is used in place, a misaligned one (a buffer
+    # built at an odd address) is copied, since the C loop indexes offsets directly
+    a = np.require(arr, requirements=("C", "A"))
     keep.append(a)
     return <const uint8_t *> <size_t> a.ctypes.data
 
