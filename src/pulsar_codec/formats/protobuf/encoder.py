@@ -59,6 +59,33 @@ _INT_RANGES = {
     **{t: (0, 2**64 - 1, "uint64") for t in (_FD.TYPE_UINT64, _FD.TYPE_FIXED64)},
 }
 _ENUM_RANGE = (-(2**31), 2**31 - 1)
+# how a field is set (worked out once per message type, see _Plan)
+_MAP, _REPEATED_MESSAGE, _REPEATED, _MESSAGE, _SCALAR = range(5)
+
+
+class _Plan:
+    """What filling one message type needs, worked out once per type instead of once per value:
+    each field's descriptor, how it is set and its real oneof (None for none or a proto3
+    ``optional``'s hidden one), the ``<oneof>_case`` column names, and each real oneof's members."""
+
+    __slots__ = ("fields", "cases", "oneofs")
+
+    def __init__(self, desc: descriptor.Descriptor) -> None:
+        real = [o for o in desc.oneofs if not _synthetic(o)]
+        self.cases = {o.name + _CASE_SUFFIX: o for o in real if o.name + _CASE_SUFFIX not in desc.fields_by_name}
+        self.oneofs = [(o.name, [f.name for f in o.fields]) for o in real]
+        self.fields: dict[str, tuple[descriptor.FieldDescriptor, int, str | None]] = {}
+        for f in desc.fields:
+            oneof = f.containing_oneof
+            self.fields[f.name] = (f, _kind(f), oneof.name if oneof is not None and not _synthetic(oneof) else None)
+
+
+def _kind(field: descriptor.FieldDescriptor) -> int:
+    if _is_map(field):
+        return _MAP
+    if _is_repeated(field):
+        return _REPEATED_MESSAGE if field.type == _FD.TYPE_MESSAGE else _REPEATED
+    return _MESSAGE if field.type == _FD.TYPE_MESSAGE else _SCALAR
 
 
 def _seconds_nanos(array: pa.Array) -> pa.Array:
@@ -139,6 +166,7 @@ class ProtobufEncoder:
         self.model: ProtobufSchemaModel = parse(model)
         self.descriptor: descriptor.Descriptor = self.model.descriptor()
         self._classes: dict[str, Any] = {}
+        self._plans: dict[str, _Plan] = {}
 
     def _class(self, desc: descriptor.Descriptor) -> Any:
         cls = self._classes.get(desc.full_name)
@@ -179,6 +207,12 @@ class ProtobufEncoder:
             out.append(None if row is None else self._payload(row, i))
         return pa.array(out, pa.binary())
 
+    def _plan(self, desc: descriptor.Descriptor) -> _Plan:
+        plan = self._plans.get(desc.full_name)
+        if plan is None:
+            plan = self._plans[desc.full_name] = _Plan(desc)
+        return plan
+
     def _names_field(self, name: str) -> bool:
         return name in self.descriptor.fields_by_name
 
@@ -202,61 +236,58 @@ class ProtobufEncoder:
     # -- one message --------------------------------------------------------------------------
 
     def _fill(self, msg: Any, row: Mapping[str, Any], path: str) -> None:
-        desc = msg.DESCRIPTOR
-        cases = {o.name + _CASE_SUFFIX: o for o in desc.oneofs if not _synthetic(o)}
+        plan = self._plan(msg.DESCRIPTOR)
+        fields = plan.fields
         chosen: dict[str, str] = {}
         for name, value in row.items():
-            if name in cases and name not in desc.fields_by_name:
-                if value is not None:
-                    oneof = cases[name]
-                    if not isinstance(value, str) or value not in (f.name for f in oneof.fields):
-                        members = ", ".join(f.name for f in oneof.fields)
-                        raise EncodeError(f"{path}.{name}: {value!r} names no member of oneof {oneof.name} ({members})")
-                    chosen[oneof.name] = value
+            if name in fields:
                 continue
-            field = desc.fields_by_name.get(name)
-            if field is None:
+            oneof = plan.cases.get(name)
+            if oneof is None:
                 raise EncodeError(f"{path} has no field {name!r}")
-        for oneof in desc.oneofs:
-            if oneof.name in chosen or _synthetic(oneof):
+            if value is not None:
+                if not isinstance(value, str) or value not in (f.name for f in oneof.fields):
+                    members = ", ".join(f.name for f in oneof.fields)
+                    raise EncodeError(f"{path}.{name}: {value!r} names no member of oneof {oneof.name} ({members})")
+                chosen[oneof.name] = value
+        for oneof_name, members in plan.oneofs:
+            if oneof_name in chosen:
                 continue
-            given = [f.name for f in oneof.fields if row.get(f.name) is not None]
+            given = [m for m in members if row.get(m) is not None]
             if len(given) > 1:  # one would win and the others be dropped without a word
                 raise EncodeError(
-                    f"{path}: members {given} of oneof {oneof.name} are all set; a message holds one "
-                    f"(a {oneof.name}{_CASE_SUFFIX} column picks it)"
+                    f"{path}: members {given} of oneof {oneof_name} are all set; a message holds one "
+                    f"(a {oneof_name}{_CASE_SUFFIX} column picks it)"
                 )
         for name, value in row.items():
-            field = desc.fields_by_name.get(name)
-            if field is None or value is None:
+            if value is None:
                 continue
-            oneof = field.containing_oneof
-            if oneof is not None and not _synthetic(oneof) and oneof.name in chosen and chosen[oneof.name] != name:
+            entry = fields.get(name)
+            if entry is None:
+                continue
+            field, kind, oneof_name = entry
+            if oneof_name is not None and oneof_name in chosen and chosen[oneof_name] != name:
                 continue  # another member is the one set
-            self._set(msg, field, value, f"{path}.{name}")
+            try:
+                self._set_field(msg, field, kind, value, f"{path}.{name}")
+            except EncodeError:
+                raise
+            except (TypeError, ValueError, OverflowError) as exc:  # the runtime's refusal: name the field
+                raise EncodeError(f"{path}.{name}: {exc}") from None
 
-    def _set(self, msg: Any, field: descriptor.FieldDescriptor, value: Any, path: str) -> None:
-        try:
-            self._set_field(msg, field, value, path)
-        except EncodeError:
-            raise
-        except (TypeError, ValueError, OverflowError) as exc:  # the runtime's refusal: name the field
-            raise EncodeError(f"{path}: {exc}") from None
-
-    def _set_field(self, msg: Any, field: descriptor.FieldDescriptor, value: Any, path: str) -> None:
-        if _is_map(field):
-            self._set_map(getattr(msg, field.name), field, value, path)
-        elif _is_repeated(field):
-            target = getattr(msg, field.name)
-            if field.type == _FD.TYPE_MESSAGE:
-                for item in value:
-                    self._message(target.add(), field.message_type, item, f"{path}[]")
-            else:
-                target.extend(self._scalar(field, v, f"{path}[]") for v in value)
-        elif field.type == _FD.TYPE_MESSAGE:
-            self._message(getattr(msg, field.name), field.message_type, value, path)
-        else:
+    def _set_field(self, msg: Any, field: descriptor.FieldDescriptor, kind: int, value: Any, path: str) -> None:
+        if kind == _SCALAR:
             setattr(msg, field.name, self._scalar(field, value, path))
+        elif kind == _MESSAGE:
+            self._message(getattr(msg, field.name), field.message_type, value, path)
+        elif kind == _REPEATED:
+            getattr(msg, field.name).extend(self._scalar(field, v, f"{path}[]") for v in value)
+        elif kind == _REPEATED_MESSAGE:
+            target = getattr(msg, field.name)
+            for item in value:
+                self._message(target.add(), field.message_type, item, f"{path}[]")
+        else:
+            self._set_map(getattr(msg, field.name), field, value, path)
 
     def _set_map(self, target: Any, field: descriptor.FieldDescriptor, value: Any, path: str) -> None:
         key_field = field.message_type.fields_by_name["key"]
