@@ -247,8 +247,8 @@ class ProtobufEncoder:
                 raise EncodeError(f"{path} has no field {name!r}")
             if value is not None:
                 if not isinstance(value, str) or value not in (f.name for f in oneof.fields):
-                    members = ", ".join(f.name for f in oneof.fields)
-                    raise EncodeError(f"{path}.{name}: {value!r} names no member of oneof {oneof.name} ({members})")
+                    listed = ", ".join(f.name for f in oneof.fields)
+                    raise EncodeError(f"{path}.{name}: {value!r} names no member of oneof {oneof.name} ({listed})")
                 chosen[oneof.name] = value
         for oneof_name, members in plan.oneofs:
             if oneof_name in chosen:
