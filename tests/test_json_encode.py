@@ -222,6 +222,50 @@ def test_float_edges(value):
     assert _floats(pa.array([value, None]), "x").to_pylist() == [repr(value), None]
 
 
+_EDGE_INSTANTS = [
+    datetime.datetime(1, 1, 1, tzinfo=UTC),
+    datetime.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+    datetime.datetime(1969, 12, 31, 23, 59, 59, tzinfo=UTC),
+    datetime.datetime(1600, 2, 29, 12, tzinfo=UTC),  # leap day of a century leap year
+    datetime.datetime(1900, 3, 1, tzinfo=UTC) - datetime.timedelta(microseconds=1),  # 1900 is not one
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.datetimes(timezones=st.just(UTC), allow_imaginary=False) | st.sampled_from(_EDGE_INSTANTS) | st.none(),
+        max_size=20,
+    )
+)
+def test_dates_times_and_instants_are_written_as_isoformat(values):
+    # the whole-second text is Arrow's own formatting: it must be isoformat's for the years 1-9999
+    schema = {
+        "type": "object",
+        "properties": {
+            "at": {"type": ["string", "null"], "format": "date-time"},
+            "day": {"type": ["string", "null"], "format": "date"},
+            "clock": {"type": ["string", "null"], "format": "time"},
+        },
+    }
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "at": pa.array(values, pa.timestamp("us", tz="UTC")),
+            "day": pa.array([None if v is None else v.date() for v in values], pa.date32()),
+            "clock": pa.array([None if v is None else v.time() for v in values], pa.time64("us")),
+        }
+    )
+    expected = [
+        _dumps(
+            {"at": None, "day": None, "clock": None}
+            if v is None
+            else {"at": v.isoformat(), "day": v.date().isoformat(), "clock": v.time().isoformat()}
+        )
+        for v in values
+    ]
+    assert JsonEncoder(schema).encode(batch).to_pylist() == expected
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text() | st.none(), max_size=20))
 def test_strings_escape_as_json_dumps(values):
