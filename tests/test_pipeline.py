@@ -249,6 +249,42 @@ def test_schema_not_found_and_writer_schema(backend):
         decoder.decode(framed(3, V1, [{"id": 1}]))
 
 
+def test_raised_schema_errors_name_the_first_message_that_needed_the_schema(backend):
+    good, unknown = framed(1, V1, [{"id": 1}])[0], framed(3, V1, [{"id": 2}])[0]
+    cases = {
+        "one id (the fast path)": ([None, None, unknown, unknown], 2),
+        "several ids": ([good, None, good, unknown, unknown], 3),
+        "a later chunk": (pa.chunked_array([[good, good], [None, unknown]], pa.binary()), 3),
+    }
+    for name, (messages, index) in cases.items():
+        with pytest.raises(SchemaNotFoundError, match=rf"schema id 3 .*\(message {index}\)$") as raised:
+            pc.decode(messages, {1: V1})
+        assert raised.value.index == index, name
+        assert pickle.loads(pickle.dumps(raised.value)).index == index  # Spark ships exceptions pickled
+    decoder = MessageDecoder({1: V1})
+    body = encode(V1, [{"id": 5}])[0]
+    per_row_list, per_row_array, one_id = [1, None, 7], np.array([1, 1, 7, 7]), 9
+    for payloads, ids, index in (
+        ([body, None, body], per_row_list, 2),
+        ([body, None, body, body], per_row_array, 2),
+        ([None, body], one_id, 1),
+    ):
+        with pytest.raises(SchemaNotFoundError) as raised:
+            decoder.decode_payloads(payloads, ids)
+        assert raised.value.index == index
+    with pytest.raises(SchemaNotFoundError) as raised:
+        decoder.decode_value(unknown)
+    assert raised.value.index == 0
+    # a writer the reader cannot read: the planner's SchemaError, at the first row of that writer
+    strings = framed(2, STRS, [{"x": "a"}])[0]
+    with pytest.raises(SchemaError, match=r"\(message 1\)$") as refused:
+        pc.decode([framed(1, INTS, [{"x": 1}])[0], strings], {1: INTS, 2: STRS}, reader_schema=INTS)
+    assert refused.value.index == 1
+    # on_error="null" keeps the same row as an error row of the same index
+    out = pc.decode([good, None, good, unknown], {1: V1}, on_error="null")
+    assert out.errors.column("index").to_pylist() == [3]
+
+
 def test_arrow_schema_is_the_readers():
     assert MessageDecoder({}).arrow_schema is None
     assert MessageDecoder({}, reader_schema=V2).arrow_schema.names == ["id", "tag"]

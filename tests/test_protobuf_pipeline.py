@@ -144,8 +144,9 @@ def test_rows_of_another_message_type_are_error_rows(backend):
     assert out.errors.column("index").to_pylist() == [1]
     assert out.errors.column("code").to_pylist() == [ErrorCode.SCHEMA_OTHER_MESSAGE]
     assert "shop.v1.Customer" in out.errors.column("message")[0].as_py()
-    with pytest.raises(SchemaError, match="message type shop.v1.Customer"):
+    with pytest.raises(SchemaError, match=r"message type shop.v1.Customer.* \(message 1\)$") as raised:
         pc.decode(messages, {1: SHOP}, format="PROTOBUF")
+    assert raised.value.index == 1  # with on_error="raise" the error names the row, as the error row does
 
 
 def test_the_first_message_met_is_the_output_type(backend):

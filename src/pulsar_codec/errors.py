@@ -11,6 +11,7 @@ The numeric codes come from :mod:`pulsar_codec._kernels.defs`, which mirrors ``c
 
 from __future__ import annotations
 
+import copy
 import enum
 import re
 from typing import Any, NoReturn, Self
@@ -49,6 +50,7 @@ class SchemaError(PulsarCodecError, ValueError):
 
     status: int | None = None  # set when a schema registry refused the schema: its HTTP status
     error_code: int | None = None  # and Confluent's error code (42201)
+    index: int | None = None  # a batch decode's first message that needed the schema (text: "(message i)")
 
 
 class EncodeError(PulsarCodecError, ValueError):
@@ -138,7 +140,8 @@ class SchemaResolutionError(DecodeError):
     """A message's writer schema is unknown to the registry or cannot be read as the reader schema.
 
     Only error rows carry it (``on_error="null"``): with ``on_error="raise"`` the registry's
-    :class:`SchemaNotFoundError` or the planner's :class:`SchemaError` is raised instead.
+    :class:`SchemaNotFoundError` or the planner's :class:`SchemaError` is raised instead, its
+    ``index`` the first message that needed the schema.
     """
 
 
@@ -146,6 +149,17 @@ class SchemaNotFoundError(PulsarCodecError, LookupError):
     """A schema id, subject or version is unknown to the registry."""
 
     error_code: int | None = None  # Confluent's code when a registry gives one: 40401, 40402, 40403
+    index: int | None = None  # a batch decode's first message of the unknown id (text: "(message i)")
+
+
+def at_message(exc: SchemaError | SchemaNotFoundError, index: int) -> SchemaError | SchemaNotFoundError:
+    """``exc``, raised while planning a batch, as the error of the batch's message ``index``: the
+    same class and attributes, ``index`` set and ``(message i)`` at the end of its text, so a
+    caller can find the row that needed the schema."""
+    located = copy.copy(exc)  # the class and every attribute (status, error_code) kept
+    located.args = (f"{exc.args[0] if exc.args else exc} (message {index})", *exc.args[1:])
+    located.index = index
+    return located
 
 
 class IncompatibleSchemaError(PulsarCodecError):

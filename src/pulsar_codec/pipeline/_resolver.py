@@ -8,7 +8,7 @@ module knows the registry, the caches and the reader rules, the decoder the rows
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -17,7 +17,7 @@ import pyarrow as pa
 from .. import wire
 from .._cache import LRU
 from .._unframe import registry_key
-from ..errors import ErrorCode, SchemaError, SchemaNotFoundError
+from ..errors import ErrorCode, SchemaError, SchemaNotFoundError, at_message
 from ..formats import get_format
 from ..formats.base import DecodePlan, PayloadFormat
 from ..registry.lookup import RegistrySource, fetch_schema
@@ -152,13 +152,18 @@ class SchemaResolver:
     def plans_for(self, keys: Sequence[Any], protocol: wire.Protocol) -> Resolved:
         """The format and one plan per schema id in ``keys`` (:class:`Resolved`, with a format and
         no bad id): the first failure raises."""
-        resolved = self.resolve(keys, protocol, tolerate=False)
+        resolved = self.resolve(keys, protocol, tolerate=False, locate=lambda _: 0)
         if resolved.fmt is None:
             raise SchemaError("no reader schema: the batch holds no non-null message; pass reader_schema")
         return resolved
 
     def resolve(
-        self, keys: Sequence[Any], protocol: wire.Protocol, tolerate: bool, first: int | None = None
+        self,
+        keys: Sequence[Any],
+        protocol: wire.Protocol,
+        tolerate: bool,
+        first: int | None = None,
+        locate: Callable[[int], int] | None = None,
     ) -> Resolved:
         """One plan per schema id in ``keys`` (sorted; the last is the newest), for messages framed
         with ``protocol`` (its serializers may write some writers' values raw).
@@ -169,6 +174,8 @@ class SchemaResolver:
         reached raises either way: a later retry would succeed, so its rows are not bad data.
         ``first`` is the position in ``keys`` of the batch's first non-null row, whose message
         type is the output's when the format has several per schema and ``message`` is not set.
+        ``locate`` maps a position in ``keys`` to the batch's first message of that key: a raised
+        error then names that message (:func:`~pulsar_codec.errors.at_message`).
         """
         writers: list[ParsedSchema | None] = []
         bad: dict[int, tuple[ErrorCode, Any, str]] = {}
@@ -179,14 +186,14 @@ class SchemaResolver:
             key = registry_key(k)
             try:
                 writers.append(self._selected_writer(key, path))
-            except SchemaNotFoundError:
+            except SchemaNotFoundError as exc:
                 if not tolerate:
-                    raise
+                    raise _located(exc, locate, i) from exc.__cause__
                 writers.append(None)
                 bad[i] = (ErrorCode.SCHEMA_NOT_FOUND, key, "")
             except SchemaError as exc:
                 if not tolerate:
-                    raise
+                    raise _located(exc, locate, i) from exc.__cause__
                 writers.append(None)
                 bad[i] = (ErrorCode.SCHEMA_UNRESOLVABLE, key, str(exc))
         known = [w for w in writers if w is not None]
@@ -233,7 +240,7 @@ class SchemaResolver:
                 out.append(plans.plan(w))
             except SchemaError as exc:
                 if not tolerate:
-                    raise
+                    raise _located(exc, locate, i) from exc.__cause__
                 out.append(plans.base)
                 bad[i] = (ErrorCode.SCHEMA_UNRESOLVABLE, key, str(exc))
         heads: dict[int, frozenset[int]] = {}
@@ -335,3 +342,10 @@ class SchemaResolver:
         if reader is None or not callable(tell):
             return frozenset()
         return frozenset(tell(reader.model))
+
+
+def _located(
+    exc: SchemaError | SchemaNotFoundError, locate: Callable[[int], int] | None, position: int
+) -> SchemaError | SchemaNotFoundError:
+    """``exc`` of the key at ``position`` as the error of its batch's first message of that key."""
+    return exc if locate is None else at_message(exc, locate(position))

@@ -174,6 +174,30 @@ def _unshifted(errors: list[Any], added: np.ndarray | None) -> list[Any]:
     return [(code, index, max(offset - int(added[index]), 0), detail) for code, index, offset, detail in errors]
 
 
+def _first_valid_row(chunks: list[Chunk]) -> int:
+    """The index of the batch's first non-null message (0 when every message is null)."""
+    for c in chunks:
+        if not c.length:
+            continue
+        if c.validity is None:
+            return c.row
+        if c.validity.any():
+            return c.row + int(c.validity.argmax())
+    return 0
+
+
+def _first_keyed_row(rows: list[tuple[int, np.ndarray, np.ndarray | None]], unique: np.ndarray, position: int) -> int:
+    """The index of the batch's first message whose key is ``unique[position]``; ``rows``: per
+    chunk its first row, its rows' keys and which of them hold a message (None: all)."""
+    for row, keys, valid in rows:
+        hits = np.searchsorted(unique, keys) == position
+        if valid is not None:
+            hits &= valid
+        if hits.any():
+            return row + int(hits.argmax())
+    return 0
+
+
 def _first_rows(chunks: list[Chunk], rows: int) -> list[Chunk]:
     """The chunks of a batch's first ``rows`` messages (views, no copies)."""
     out = []

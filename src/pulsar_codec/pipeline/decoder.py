@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -52,7 +52,9 @@ from ._rows import (
     _distinct,
     _drop_bad_rows,
     _finish,
+    _first_keyed_row,
     _first_rows,
+    _first_valid_row,
     _heads,
     _lengthed,
     _metadata_ids,
@@ -98,7 +100,8 @@ class MessageDecoder:
         ``"raise"``: the first bad message raises (:class:`~pulsar_codec.errors.WireFormatError`, a
         payload error such as :class:`~pulsar_codec.errors.AvroDecodeError`, the registry's
         :class:`~pulsar_codec.errors.SchemaNotFoundError` for an unknown id, or
-        :class:`~pulsar_codec.errors.SchemaError` for a writer schema the reader cannot read).
+        :class:`~pulsar_codec.errors.SchemaError` for a writer schema the reader cannot read; those
+        two name the batch's first message of that id in ``.index`` and ``(message i)``).
         ``"null"``: a bad message becomes a null row and :meth:`decode` returns :class:`Decoded`
         ``(batch, errors)`` (``errors``: ``index`` int64, ``code`` int32, ``offset`` int64 - inside
         the message for prefix errors, inside the payload for payload errors, 0 for schema errors -
@@ -114,7 +117,8 @@ class MessageDecoder:
         Default: the type of the first non-null message. A schema holds several message types, and
         a row names its type by the message-index path of its prefix (``CONFLUENT_PROTOBUF``) or,
         without one, is the schema's own (root) message; rows of another type than the output's
-        are error rows of code ``SCHEMA_OTHER_MESSAGE`` (with ``on_error="raise"``, a SchemaError).
+        are error rows of code ``SCHEMA_OTHER_MESSAGE`` (with ``on_error="raise"``, a SchemaError
+        whose ``.index`` is the first such row).
     cache_size : int, default 256
         Entries kept in each cache (schemas by id; readers; plans per reader).
     threads : int, default 1
@@ -195,8 +199,16 @@ class MessageDecoder:
     def _writer(self, schema_id: Any) -> ParsedSchema:
         return self._resolver.writer(schema_id)
 
-    def _resolve(self, keys: Sequence[Any], tolerate: bool, first: int | None = None) -> Resolved:
-        return self._resolver.resolve(keys, self.protocol, tolerate, first)
+    def _resolve(
+        self,
+        keys: Sequence[Any],
+        tolerate: bool,
+        first: int | None = None,
+        locate: Callable[[int], int] | None = None,
+    ) -> Resolved:
+        """The plans of ``keys``; ``locate`` maps a key's position to the batch's first message of
+        it, which a raised SchemaNotFoundError / SchemaError then names (``.index``)."""
+        return self._resolver.resolve(keys, self.protocol, tolerate, first, locate)
 
     @property
     def arrow_schema(self) -> pa.Schema | None:
@@ -284,7 +296,7 @@ class MessageDecoder:
             segments = [Segment(c.data, single.skip, c.offsets, c.validity, None, single.prefix) for c in chunks]
             try:
                 try:
-                    resolved = self._resolve(single_keys, keep_going)
+                    resolved = self._resolve(single_keys, keep_going, locate=lambda _: _first_valid_row(chunks))
                 except (SchemaNotFoundError, SchemaError):
                     check_prefixes(segments)  # the error is the batch's only when no message is worse off
                     raise
@@ -334,7 +346,8 @@ class MessageDecoder:
             unique_keys = [Pathed(u, paths[0] if paths else None) for u in unique_keys]
         if self._protobuf_ids(list(unique)):
             return self._decode_chunks(chunks, total)
-        resolved = self._resolve(unique_keys, keep_going, first)
+        located = [(c.row, k, p[5]) for c, k, p in zip(chunks, keys, parts)]
+        resolved = self._resolve(unique_keys, keep_going, first, lambda j: _first_keyed_row(located, unique, j))
         if self._protobuf_prefix(resolved):
             return self._decode_chunks(chunks, total)
         segments = []
@@ -432,7 +445,7 @@ class MessageDecoder:
         per_row = not isinstance(schema_ids, (int, np.integer, uuid.UUID, tuple, str)) and schema_ids is not None
         errors: list[tuple[Any, ...]] = []
         if not per_row:
-            resolved = self._resolve([schema_ids], keep_going)
+            resolved = self._resolve([schema_ids], keep_going, locate=lambda _: _first_valid_row(chunks))
             segments = []
             for c in chunks:
                 valid = c.validity
@@ -531,7 +544,9 @@ class MessageDecoder:
         dropped = False  # rows without an id, made error rows
         if isinstance(ids, np.ndarray):
             unique = np.unique(ids[valid])
-            resolved = self._resolve(list(unique), self._keep_going)
+            resolved = self._resolve(
+                list(unique), self._keep_going, locate=lambda j: _first_keyed_row([(0, ids, valid)], unique, j)
+            )
             index = np.searchsorted(unique, ids).astype(np.int32) if len(unique) else np.zeros(total, np.int32)
             index[~valid] = 0
         else:
@@ -545,7 +560,9 @@ class MessageDecoder:
                 errors.append((ErrorCode.SCHEMA_NOT_FOUND, i, 0, 0, text))
             keys = _newest_last(list(dict.fromkeys(k for k, v in zip(ids, valid) if v)))
             order = {k: i for i, k in enumerate(keys)}
-            resolved = self._resolve(keys, self._keep_going)
+            resolved = self._resolve(
+                keys, self._keep_going, locate=lambda j: next(i for i, k in enumerate(ids) if valid[i] and k == keys[j])
+            )
             index = np.array([order[k] if v else 0 for k, v in zip(ids, valid)], dtype=np.int32)
         many = len(resolved.plans) > 1
         segments = []
