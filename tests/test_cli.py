@@ -291,6 +291,7 @@ def test_demo_spark_engine(tmp_path):
     out = run_cli("demo", "--engine", "spark", "--rows", "3000", "-o", str(tmp_path), "-q")
     assert out.returncode == 0, out.stderr[-3000:]
     assert "engine: spark" in out.stdout and "spark engine" in out.stdout
+    assert "log4j" not in out.stderr  # -q: the CLI's own log configuration, no Spark banner
     decoded = pq.read_table(tmp_path / "orders-decoded.parquet")
     dead = pq.read_table(tmp_path / "orders-dead-letter.parquet")
     assert len(decoded) + len(dead) == 3000 and len(dead) >= 3

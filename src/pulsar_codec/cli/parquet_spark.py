@@ -3,6 +3,7 @@ local mode, writing the tables of :mod:`._contract` (the same as the local engin
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -31,12 +32,23 @@ def _col(name: str) -> Any:
     return F.col("`" + name.replace("`", "``") + "`")
 
 
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2-cli.properties")
+"""Spark's JVM log configuration for the CLI: WARN to stderr, without Spark's start-up banner."""
+
+
 def spark_session(app_name: str) -> Any:
-    """The local session of the CLI: Spark's own log at WARN unless ``--verbose``, INT64 timestamps."""
+    """The local session of the CLI: Spark's own log at WARN (ERROR with ``--quiet``, INFO with
+    ``--verbose``), INT64 timestamps. Unless the user configures Spark's log (``SPARK_CONF_DIR``,
+    the driver's Java options), the driver starts with :data:`LOG4J2_CONFIG`, so no log4j banner
+    comes before the command's own output."""
     from .. import spark as pcs
 
-    level = "INFO" if _console.verbosity() > 0 else "WARN"
-    return pcs.session(app_name=app_name, log_level=level)
+    verbosity = _console.verbosity()
+    level = "INFO" if verbosity > 0 else "ERROR" if verbosity < 0 else "WARN"
+    conf: dict[str, str] = {}
+    if not os.environ.get("SPARK_CONF_DIR") and LOG4J2_CONFIG.is_file():
+        conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}"
+    return pcs.session(app_name=app_name, log_level=level, **conf)
 
 
 class spark_progress:  # noqa: N801 - used as a context manager, named like one
