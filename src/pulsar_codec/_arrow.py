@@ -103,6 +103,11 @@ def as_binary_array(messages: Any) -> pa.Array:
     return _normalise(arr)
 
 
+def is_text_type(t: pa.DataType) -> bool:
+    """Whether ``t`` is one of Arrow's string types (string, large_string, string_view)."""
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
+
+
 def validity_of(arr: pa.Array) -> np.ndarray | None:
     if arr.null_count == 0:
         return None

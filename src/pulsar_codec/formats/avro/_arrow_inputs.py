@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..._arrow import is_text_type
 from ...errors import EncodeError
 from ._arrow_unions import union_branches
 from .schema import Array, Fixed, Map, Primitive, Record, Schema, Union
@@ -127,10 +128,6 @@ def _is_int(t: pa.DataType) -> bool:
     return any(t == k for k in _SIGNED_OK)
 
 
-def _is_text(t: pa.DataType) -> bool:
-    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
-
-
 def _duplicates(names: list[str]) -> list[str]:
     if len(set(names)) == len(names):
         return []
@@ -175,7 +172,7 @@ def _check_fit(node: Schema, t: pa.DataType, path: str) -> None:
         _check_fit(node.items, t.value_type, f"{path}[]")
     elif isinstance(node, Map) and pa.types.is_map(t):
         key = t.key_type
-        if not (_is_text(key) or (pa.types.is_dictionary(key) and _is_text(key.value_type))):
+        if not (is_text_type(key) or (pa.types.is_dictionary(key) and is_text_type(key.value_type))):
             raise EncodeError(f"{path}: Avro map keys are strings, the Arrow map's keys are {key}")
         _check_fit(node.values, t.item_type, f"{path}{{}}")
 

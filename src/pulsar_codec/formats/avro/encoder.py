@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..._arrow import as_table_like
+from ..._arrow import as_table_like, is_text_type
 from ..._kernels import _backend
 from ...errors import EncodeError
 from ._arrow_inputs import (
@@ -47,7 +47,6 @@ from ._arrow_inputs import (
     _has_time,
     _ints,
     _is_int,
-    _is_text,
     _outside_day,
     _rescale,
     _Unbindable,
@@ -187,7 +186,7 @@ class _Binder:
                 k.E_ARRAY, path, valid=valid, offs=offs, children=[lambda: self.bind(node.items, values, f"{path}[]")]
             )
         if isinstance(node, Map):
-            if not pa.types.is_map(t) or not _is_text(t.key_type):
+            if not pa.types.is_map(t) or not is_text_type(t.key_type):
                 raise _Unbindable(path)
             offs = arr.offsets.to_numpy()
             entries = arr.values

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..._arrow import is_text_type
 from ..._kernels.defs import (
     J_DATE,
     J_INT,
@@ -205,7 +206,7 @@ def _temporal(op: int, arr: pa.Array, path: str) -> pa.Array:
         _fail_at(pa.array((values < 0) | (values >= 86_400 * per_s)), path, "a time outside one day is not a time")
         whole, frac = _clock(values, per_s, "time", path)
         out = _join('"', whole, frac, '"')
-    elif _is_text(t):
+    elif is_text_type(t):
         _check_format(op, arr, path)
         return _quote(arr)  # already text: written as given, once the decoder would read it back
     else:
@@ -233,10 +234,6 @@ _FORMAT_TEXT = {
     J_TIME: "an RFC 3339 time",
 }
 _MONTH_DAYS = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
-
-
-def _is_text(t: pa.DataType) -> bool:
-    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
 
 
 def _check_format(op: int, arr: pa.Array, path: str) -> None:
@@ -338,7 +335,7 @@ def _uuid_bytes(arr: pa.Array, path: str) -> pa.Array:
 
 def _base64(arr: pa.Array, size: int | None, path: str) -> pa.Array:
     t = arr.type
-    if _is_text(t):
+    if is_text_type(t):
         if size == 16:
             arr = _uuid_bytes(arr, path)
         else:

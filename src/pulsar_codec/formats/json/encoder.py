@@ -41,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..._arrow import as_table_like
+from ..._arrow import as_table_like, is_text_type
 from ..._kernels.defs import (
     J_ARRAY,
     J_BOOL,
@@ -74,7 +74,6 @@ from ._column_fragments import (
     _fail_at,
     _first,
     _floats,
-    _is_text,
     _join,
     _key_text,
     _quote,
@@ -209,7 +208,7 @@ class _Columns:
     def text(self, arr: pa.Array, path: str) -> pa.Array:
         """A JSON-text column (string) compacted; any other column written as its Python values."""
         t = arr.type
-        write = _compact if _is_text(t) else (lambda v, _: dumps_text(v))
+        write = _compact if is_text_type(t) else (lambda v, _: dumps_text(v))
         out: list[str | None] = []
         for i, v in enumerate(arr.to_pylist()):
             try:
