@@ -1,9 +1,14 @@
 """Arrow rows -> Protobuf payloads, byte for byte what the protobuf runtime writes.
 
-Each row becomes a message of the writer's runtime class (built from its descriptor), serialized
-with ``SerializeToString(deterministic=True)``: the bytes are the runtime's own for the same
-values, by construction (map entries sorted by key, as deterministic serialization promises).
-The columns are read back the way the decoder maps them (README, "Protobuf -> Arrow"):
+Two paths give the same bytes. A batch is first written column by column (:mod:`._columnar`:
+numpy and Arrow compute, a fragment per field and row, no Python loop per row). What that path
+does not settle (an input type it does not take, a value out of range, a null the runtime
+refuses) takes the row path here: each row becomes a message of the writer's runtime class
+(built from its descriptor), serialized with ``SerializeToString(deterministic=True)``, the
+runtime's own bytes for the same values by construction (map entries in its deterministic
+order), and the EncodeError naming the row when a value does not fit. Tests hold the columnar
+path's bytes to the row path's. The columns are read the way the decoder maps them (README,
+"Protobuf -> Arrow"):
 
 - a struct column or a row's columns -> the message, by proto field name; columns the message
   does not name are an :class:`~pulsar_codec.errors.EncodeError` (a typo must not drop data),
@@ -188,24 +193,62 @@ class ProtobufEncoder:
             A column the message does not name, or a value its field cannot hold (the message
             names the field path and the row).
         """
+        data, arrays, as_struct = self._columns_of(batch)
+        if as_struct:
+            column = arrays[0]
+            fields = [(column.type.field(i).name, column.field(i)) for i in range(column.type.num_fields)]
+            written = self._columnar(fields, len(column), column.is_valid() if column.null_count else None)
+        else:
+            written = self._columnar(list(zip(data.schema.names, arrays)), data.num_rows, None)
+        if written is not None:
+            return written
+        return self._by_rows(batch)
+
+    def _columns_of(self, batch: Any) -> tuple[Any, list[pa.Array], bool]:
+        """(the batch as a RecordBatch or one-chunk Table, its columns as arrays, whether its one
+        struct column is the message)."""
         data = as_table_like(batch)
         if isinstance(data, pa.Table):
             data = data.combine_chunks()
-        if (
+        arrays = [c if isinstance(c, pa.Array) else c.combine_chunks() for c in data.columns]
+        as_struct = (
             data.num_columns == 1
             and pa.types.is_struct(data.schema.field(0).type)
             and not self._names_field(data.schema.names[0])
-        ):
-            column = data.column(0)
-            rows = _exact(column if isinstance(column, pa.Array) else column.combine_chunks()).to_pylist()
+        )
+        return data, arrays, as_struct
+
+    def _by_rows(self, batch: Any) -> pa.Array:
+        """The row path: one runtime message per row, serialized. It takes what the columnar path
+        leaves, and raises the EncodeError naming the row."""
+        data, arrays, as_struct = self._columns_of(batch)
+        if as_struct:
+            rows = _exact(arrays[0]).to_pylist()
         else:
-            arrays = [_exact(c if isinstance(c, pa.Array) else c.combine_chunks()) for c in data.columns]
-            struct = pa.StructArray.from_arrays(arrays, names=data.schema.names) if arrays else None
+            exact = [_exact(a) for a in arrays]
+            struct = pa.StructArray.from_arrays(exact, names=data.schema.names) if exact else None
             rows = struct.to_pylist() if struct is not None else [{} for _ in range(data.num_rows)]
         out: list[bytes | None] = []
         for i, row in enumerate(rows):
             out.append(None if row is None else self._payload(row, i))
         return pa.array(out, pa.binary())
+
+    def _columnar(self, columns: list[tuple[str, pa.Array]], length: int, valid: pa.Array | None) -> pa.Array | None:
+        """The payloads written column by column (:mod:`._columnar`), null where ``valid`` is
+        false; None when that path leaves the batch to the row path."""
+        from . import _columnar  # imported here: it takes this module's tables and helpers
+
+        try:
+            if valid is None:
+                return _columnar.encode_columns(self.descriptor, columns, length).cast(pa.binary())
+            kept = [(name, array.filter(valid)) for name, array in columns]
+            bodies = _columnar.encode_columns(self.descriptor, kept, pc.sum(valid).as_py() or 0)
+        except _columnar.Unsettled:
+            return None
+        present = np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool)
+        at = np.maximum(np.cumsum(present) - 1, 0)
+        spread = bodies.take(pa.array(at)) if len(bodies) else pa.nulls(length, pa.large_binary())
+        return pc.if_else(valid, spread, pa.scalar(None, pa.large_binary())).cast(pa.binary())
 
     def _plan(self, desc: descriptor.Descriptor) -> _Plan:
         plan = self._plans.get(desc.full_name)
