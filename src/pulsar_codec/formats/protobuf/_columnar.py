@@ -535,7 +535,11 @@ class _Writer:
         key_type = field.message_type.fields_by_name["key"].type
         known = _MAP_ORDERS.get(key_type)
         if known is None:
-            known = _MAP_ORDERS[key_type] = _map_order_holds(field)
+            try:
+                known = _map_order_holds(field)
+            except Exception:  # noqa: BLE001 - a runtime that cannot be asked: its own row path writes the maps
+                known = False
+            _MAP_ORDERS[key_type] = known
         return known
 
 
@@ -635,7 +639,7 @@ def _map_order_holds(field: descriptor.FieldDescriptor) -> bool:
             target[key].SetInParent()
         else:
             target[key] = _default_of(value_field)
-    written = holder.SerializeToString(deterministic=True)
+    written = holder.SerializePartialToString(deterministic=True)  # its required fields unset
     entry_class = message_factory.GetMessageClass(entry)
     runtime_order = [entry_class.FromString(body).key for body in _entry_bodies(written)]
     key_type = pa.large_binary() if key_field.type == _FD.TYPE_BYTES else None
