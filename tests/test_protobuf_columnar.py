@@ -9,6 +9,7 @@ bytes or the same EncodeError.
 
 from __future__ import annotations
 
+import decimal
 import math
 
 import numpy as np
@@ -285,13 +286,14 @@ def test_oneof_case_column_picks_the_member_written():
 
 
 def test_inputs_of_other_arrow_types():
-    """Integer widths, float32, large / view strings, dictionaries, fixed-size binary, large
-    lists: each as the row path reads it."""
+    """Integer widths, decimal(20, 0), float32, large / view strings, dictionaries, fixed-size
+    binary, large lists: each as the row path reads it."""
     encoder = ProtobufEncoder(ALL)
     batch = pa.RecordBatch.from_pydict(
         {
             "i32": pa.array([-5, 7], pa.int8()),
             "u64": pa.array([2**64 - 1, 0], pa.uint64()),
+            "f64": pa.array([decimal.Decimal(2**64 - 1), None], pa.decimal128(20, 0)),  # Spark's uint64
             "i64": pa.array([3, 2**40], pa.uint64()),
             "fl": pa.array([1.5, -0.0], pa.float32()),
             "db": pa.array([1, -(2**60)], pa.int64()),

@@ -91,3 +91,23 @@ def test_encode_then_decode_round_trip(spark, tmp_path):
     rows = sorted((r["decoded"]["id"], r["decoded"]["tags"], r["decoded"]["customer"]["name"]) for r in back.collect())
     assert rows == [(1, ["a"], "x"), (2, [], "y")]
     reg.close()
+
+
+def test_spark_s_widened_unsigned_columns_encode_back(spark, tmp_path):
+    """Spark holds a uint64 / fixed64 as decimal(20, 0) and a Duration as a day-time interval: a
+    decoded DataFrame written back gives the original bytes."""
+    from pulsar_codec.registry import LocalRegistry
+
+    model = parse(PROTO)
+    cls = message_factory.GetMessageClass(model.descriptor("t.Counters"))
+    m = cls(small=2**32 - 1, big=2**64 - 1, fixed=5)
+    m.took.seconds = 90
+    m.took.nanos = 5_000
+    original = m.SerializeToString(deterministic=True)
+    payload = wire.CONFLUENT_PROTOBUF.pack(1, original, message_indexes=[0])
+    decoded = pcs.decode(spark.createDataFrame([(payload,)], "value binary"), registry={1: PROTO}, format="PROTOBUF")
+    reg = LocalRegistry(str(tmp_path / "schemas.db"))
+    framed = pcs.encode(decoded, "decoded", registry=reg, subject="c-value", format="PROTOBUF", schema=PROTO)
+    written = framed.collect()[0]["value"]
+    assert wire.CONFLUENT_PROTOBUF.unpack_indexes(written)[2] == original
+    reg.close()

@@ -220,6 +220,9 @@ def _and(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
 def _integers(field: descriptor.FieldDescriptor, array: pa.Array, valid: np.ndarray | None) -> np.ndarray:
     """The values of an integer column for an integer field, as int64 or uint64, checked
     against the field's range on the rows that hold a value."""
+    if pa.types.is_decimal(array.type) and array.type.scale == 0:  # Spark's uint64: decimal(20, 0)
+        unsigned_64 = field.type in (_FD.TYPE_UINT64, _FD.TYPE_FIXED64)
+        array = array.cast(pa.uint64() if unsigned_64 else pa.int64())  # a value past the type: ArrowInvalid, Unsettled
     if not pa.types.is_integer(array.type):
         raise Unsettled(f"{array.type} for an integer field")
     values = array.fill_null(0).to_numpy(zero_copy_only=False)

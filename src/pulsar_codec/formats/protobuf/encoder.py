@@ -28,6 +28,7 @@ path's bytes to the row path's. The columns are read the way the decoder maps th
 from __future__ import annotations
 
 import datetime
+import decimal
 from collections.abc import Mapping
 from typing import Any
 
@@ -390,6 +391,8 @@ class ProtobufEncoder:
             if not isinstance(value, bool):
                 raise EncodeError(f"{path}: a bool field needs a boolean, got {type(value).__name__}")
             return value
+        if isinstance(value, decimal.Decimal) and value.is_finite() and value == value.to_integral_value():
+            value = int(value)  # Spark's form of a uint64 / fixed64 (decimal(20, 0)), read back
         if isinstance(value, bool) or not isinstance(value, int):
             raise EncodeError(f"{path}: an integer field needs an integer, got {type(value).__name__}")
         low, high, word = _INT_RANGES.get(t, (value, value, ""))
