@@ -406,3 +406,36 @@ def test_a_decoded_tombstone_of_union_columns_only_encodes_back(backend):
     schema = record(("u", ["double", "int"]))
     batch = avro.Decoder(schema).decode([b"\x02\x04", None])
     assert both_paths(avro.Encoder(schema), batch) == [b"\x02\x04", None]
+
+
+def test_spark_s_struct_forms_of_a_duration_and_a_union(backend):
+    """Spark has no interval or union type: a decoded duration arrives as struct<months, days,
+    nanoseconds> and a union as a struct of one field per non-null branch (named as the decoder
+    names them). Both encode to the bytes they were read from."""
+    other = {"type": "record", "name": "Other", "fields": [{"name": "y", "type": "string"}]}
+    schema = record(
+        ("dur", {"type": "fixed", "name": "Dur", "size": 12, "logicalType": "duration"}),
+        ("un", ["null", "long", "string", other]),
+    )
+    records = [
+        {"dur": (1).to_bytes(4, "little") + (2).to_bytes(4, "little") + (3).to_bytes(4, "little"), "un": 7},
+        {"dur": bytes(12), "un": None},
+        {"dur": bytes(12), "un": "s"},
+        {"dur": bytes(12), "un": {"y": "why"}},
+    ]
+    interval = pa.struct([("months", pa.int32()), ("days", pa.int32()), ("nanoseconds", pa.int64())])
+    branches = pa.struct([("long", pa.int64()), ("string", pa.string()), ("Other", pa.struct([("y", pa.string())]))])
+    batch = pa.record_batch(
+        {
+            "dur": pa.array(
+                [{"months": 1, "days": 2, "nanoseconds": 3_000_000}] + [{"months": 0, "days": 0, "nanoseconds": 0}] * 3,
+                interval,
+            ),
+            "un": pa.array([{"long": 7}, None, {"string": "s"}, {"Other": {"y": "why"}}], branches),
+        }
+    )
+    assert both_paths(avro.Encoder(schema), batch) == fastavro_bodies(schema, records)
+    # two branches set is no value of the union
+    two = batch.set_column(1, "un", pa.array([{"long": 7, "string": "s"}] * 4, branches))
+    with pytest.raises(EncodeError, match="matches no branch of the union"):
+        avro.Encoder(schema).encode(two)

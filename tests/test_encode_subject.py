@@ -160,6 +160,15 @@ def test_use_latest_arguments():
         MessageEncoder({}, use_latest=True)
     with pytest.raises(ValueError, match="do not pass schema"):
         MessageEncoder({}, "s", use_latest=True, schema=USER)
+    with pytest.raises(ValueError, match="needs use_latest=True"):
+        MessageEncoder({}, "s").latest_writer()
+
+
+def test_latest_writer_is_the_subject_s_latest_version(backend, reg):  # noqa: F811
+    """What spark.encode(use_latest=True) ships to its workers: the id and the parsed schema."""
+    first = reg.register("users-value", json.dumps(USER))
+    schema_id, model = MessageEncoder(reg, "users-value", use_latest=True).latest_writer()
+    assert schema_id == first and model.fullname == "ex.User"
 
 
 def test_derived_json_schema_keeps_the_subject_s_optional_properties(backend, reg):  # noqa: F811

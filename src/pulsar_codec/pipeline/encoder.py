@@ -213,6 +213,15 @@ class MessageEncoder:
         # nulls: every batch of a stream derives the same schema
         return self._schema(self._subject_shape().derive(self._fmt, data.schema))
 
+    def latest_writer(self) -> tuple[Any, Any]:
+        """With ``use_latest=True``: ``(schema id, writer schema model)`` of the subject's latest
+        version as this encoder writes with it (a Protobuf schema narrowed to ``message``), looked
+        up once; for a job that ships the schema to its workers instead of asking the registry there."""
+        if not self.use_latest:
+            raise ValueError("latest_writer() needs use_latest=True")
+        writer = self._writer(None)
+        return self._latest_id, writer.model
+
     def _subject_shape(self) -> SubjectShape:
         """What a derived schema takes from the subject's latest version (asked once; see the class notes)."""
         if self._shape is None:

@@ -18,12 +18,12 @@ import datetime
 import decimal
 import struct
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...errors import EncodeError, SchemaError
 from .defaults import encode_default
-from .schema import Array, Enum, Field, Fixed, Map, Primitive, Record, Schema, Union
+from .schema import Array, Enum, Field, Fixed, Map, Named, Primitive, Record, Schema, Union
 
 __all__ = ["Branch", "accepts", "row_writer"]
 
@@ -83,6 +83,12 @@ def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # 
         branches = [(b, row_writer(b, f"{path}[{i}]")) for i, b in enumerate(node.branches)]
         double_at = next((i for i, b in enumerate(node.branches) if b.type == "double" and b.logical is None), None)
         integers = [b for b in node.branches if b.type in ("int", "long") and b.logical is None]
+        # Spark's form of a decoded union: a struct of one field per non-null branch, named as the
+        # decoder's Arrow union names its children (a named type's name, else the type)
+        by_name = {
+            (b.name if isinstance(b, Named) else b.type): i for i, b in enumerate(node.branches) if b.type != "null"
+        }
+        null_at = next((i for i, b in enumerate(node.branches) if b.type == "null"), None)
 
         def w_union(v: Any, out: bytearray) -> None:
             if isinstance(v, Branch):
@@ -99,6 +105,14 @@ def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # 
                 if accepts(b, v):
                     _zz(out, i)
                     f(v, out)
+                    return
+            if isinstance(v, Mapping) and len(v) == len(by_name) and set(v) == set(by_name):
+                given = [name for name, x in v.items() if x is not None]
+                if len(given) == 1 or (not given and null_at is not None):
+                    at = by_name[given[0]] if given else null_at
+                    assert at is not None
+                    _zz(out, at)
+                    branches[at][1](v[given[0]] if given else None, out)
                     return
             if isinstance(v, int) and not isinstance(v, bool) and any(b.type in ("int", "long") for b, _ in branches):
                 raise EncodeError(f"{path}: {v!r} is out of the range of the union's integer branches")
@@ -184,6 +198,8 @@ def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # 
                 if isinstance(v, (bytes, bytearray)) and len(v) == 12:  # fastavro's shape: the Avro bytes
                     out += v
                     return
+                if isinstance(v, Mapping):  # Spark's form of a month_day_nano interval: a struct
+                    v = (v["months"], v["days"], v["nanoseconds"])
                 months, days, nanos = (v.months, v.days, v.nanoseconds) if hasattr(v, "months") else v
                 out += struct.pack("<III", months, days, nanos // 1_000_000)
 
@@ -367,8 +383,8 @@ def accepts(node: Schema, v: Any) -> bool:
             return isinstance(v, decimal.Decimal)
         if node.logical == "uuid" and isinstance(v, (str, uuid.UUID)):
             return True
-        if node.logical == "duration" and hasattr(v, "months"):  # pyarrow's MonthDayNano
-            return True
+        if node.logical == "duration" and (hasattr(v, "months") or _is_interval_struct(v)):
+            return True  # pyarrow's MonthDayNano, or Spark's struct form of it
         return isinstance(v, (bytes, bytearray)) and len(v) == node.size
     lt = node.logical
     if lt == "decimal":
@@ -394,3 +410,8 @@ def accepts(node: Schema, v: Any) -> bool:
     if t == "bytes":
         return isinstance(v, (bytes, bytearray))
     return False
+
+
+def _is_interval_struct(v: Any) -> bool:
+    """Spark's form of a month_day_nano interval: ``{months, days, nanoseconds}``."""
+    return isinstance(v, Mapping) and set(v) == {"months", "days", "nanoseconds"}

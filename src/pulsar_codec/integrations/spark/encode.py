@@ -115,6 +115,7 @@ def encode(
     output: str = "value",
     format: str | None = None,
     message: str | None = None,
+    use_latest: bool = False,
 ) -> Any:
     """Encode a struct column (or any column) into framed messages (Avro, or JSON with ``format="JSON"``).
 
@@ -143,6 +144,10 @@ def encode(
     message : str, optional
         Protobuf: the message written (default the schema's first); the frames carry its
         message-index path (``protocol`` defaults to ``CONFLUENT_PROTOBUF``).
+    use_latest : bool, default False
+        Write with the subject's latest version, registering nothing (confluent-kafka's
+        ``use.latest.version``): what writes a topic read with :func:`decode` back under its own
+        subject, enums, fixed and unions included. Not with ``schema``.
 
     Returns
     -------
@@ -160,16 +165,24 @@ def encode(
     if protocol is None:
         protocol = wire.CONFLUENT_PROTOBUF if protobuf else wire.CONFLUENT
     wire_protocol = wire.protocol_by_name(protocol) if protobuf else check_protocol(protocol)
+    if use_latest and schema is not None:
+        raise ValueError("use_latest=True writes with the subject's latest version; do not pass schema=")
     body, is_struct = _body_schema(df.schema[column].dataType)
     client = RegistrySource(registry).get()
     try:
-        text = _writer_text(body, is_struct, subject, schema, format, client)
-        options: dict[str, Any] = {"protocol": wire_protocol, "schema": text, "format": format}
+        options: dict[str, Any] = {"protocol": wire_protocol, "format": format}
         if message is not None:
             options["message"] = message
-        # register on the driver, through the encoder's own path (an empty batch registers, writes nothing)
-        registering = MessageEncoder(client, subject, **options)
-        schema_id, _ = registering.encode_payloads(body.empty_table())
+        if use_latest:
+            schema_id, model = MessageEncoder(client, subject, use_latest=True, **options).latest_writer()
+            fmt = get_format(format)
+            text = model if fmt.name == "PROTOBUF" else fmt.schema_text(model)
+            options["schema"] = text
+        else:
+            text = options["schema"] = _writer_text(body, is_struct, subject, schema, format, client)
+            # register on the driver, through the encoder's own path (an empty batch registers, writes nothing)
+            registering = MessageEncoder(client, subject, **options)
+            schema_id, _ = registering.encode_payloads(body.empty_table())
         schema_id = int(schema_id)
     finally:
         if client is not registry and hasattr(client, "close"):  # built here from a URL, path or config
