@@ -433,6 +433,23 @@ def test_a_topic_read_with_spark_writes_back_as_it_was(spark, tmp_path):
     assert {back[i][0] for i in back} == {sid}  # the subject's own version, not a new one
     with pytest.raises(ValueError, match="do not pass schema="):
         pcs.encode(decoded, "decoded", registry=reg, subject="rw-value", use_latest=True, schema=READ_WRITE)
+    # a JSON subject: its schemaType picks the format when none is given
+    json_schema = {"type": "object", "properties": {"id": {"type": "integer"}, "kind": {"enum": ["a", "b"]}}}
+    json_id = reg.register("j-value", json.dumps(json_schema), schema_type="JSON")
+    docs = [b'{"id":1,"kind":"b"}', b'{"id":2}']
+    framed = spark.createDataFrame(
+        [(i, wire.CONFLUENT.pack(json_id, d)) for i, d in enumerate(docs)], "i int, value binary"
+    )
+    again = pcs.encode(
+        pcs.decode(framed, registry=reg, keep_columns=["i"]),
+        "decoded",
+        registry=reg,
+        subject="j-value",
+        use_latest=True,
+    )
+    rows = {r["i"]: wire.CONFLUENT.unpack(r["value"]) for r in again.collect()}
+    assert [json.loads(bytes(rows[i][1])) for i in range(2)] == [json.loads(d) for d in docs]
+    assert {rows[i][0] for i in rows} == {json_id}
     reg.close()
 
 

@@ -18,7 +18,7 @@ from ... import wire
 from ..._kernels import _backend
 from ...formats import get_format
 from ...pipeline import MessageEncoder
-from ...pipeline._common import SubjectShape
+from ...pipeline._common import SubjectShape, latest_version
 from ...registry.lookup import RegistrySource
 from .batches import replace_columns
 from .decode import check_protocol
@@ -147,7 +147,8 @@ def encode(
     use_latest : bool, default False
         Write with the subject's latest version, registering nothing (confluent-kafka's
         ``use.latest.version``): what writes a topic read with :func:`decode` back under its own
-        subject, enums, fixed and unions included. Not with ``schema``.
+        subject, enums, fixed and unions included; without ``format``, the version's own format
+        (its registry ``schemaType``). Not with ``schema``.
 
     Returns
     -------
@@ -161,15 +162,17 @@ def encode(
     """
     from pyspark.sql.types import BinaryType, StructField, StructType
 
-    protobuf = get_format(format).name == "PROTOBUF"
-    if protocol is None:
-        protocol = wire.CONFLUENT_PROTOBUF if protobuf else wire.CONFLUENT
-    wire_protocol = wire.protocol_by_name(protocol) if protobuf else check_protocol(protocol)
     if use_latest and schema is not None:
         raise ValueError("use_latest=True writes with the subject's latest version; do not pass schema=")
     body, is_struct = _body_schema(df.schema[column].dataType)
     client = RegistrySource(registry).get()
     try:
+        if use_latest and format is None:  # the subject says its format (a registry schemaType)
+            format = latest_version(client, subject)[1].schema_type or None
+        protobuf = get_format(format).name == "PROTOBUF"
+        if protocol is None:
+            protocol = wire.CONFLUENT_PROTOBUF if protobuf else wire.CONFLUENT
+        wire_protocol = wire.protocol_by_name(protocol) if protobuf else check_protocol(protocol)
         options: dict[str, Any] = {"protocol": wire_protocol, "format": format}
         if message is not None:
             options["message"] = message
