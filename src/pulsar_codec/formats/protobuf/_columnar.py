@@ -516,7 +516,7 @@ class _Writer:
         if not self._map_order_holds(field):
             raise Unsettled("the runtime orders this map's keys another way")
         counts, offsets, keep = self._elements(array)
-        keys = _undictionary(self._child(array.keys, offsets, keep))
+        keys = _keys_as_typed(key_field, _undictionary(self._child(array.keys, offsets, keep)))
         values = self._child(array.items, offsets, keep)
         if values.null_count:
             raise Unsettled("a null map value")
@@ -544,6 +544,22 @@ class _Writer:
                 known = False
             _MAP_ORDERS[key_type] = known
         return known
+
+
+def _keys_as_typed(key_field: descriptor.FieldDescriptor, keys: pa.Array) -> pa.Array:
+    """Integer and bool map keys given as text (Spark gives every map key as a string) as the
+    row path reads them: decimal digits with an optional minus, ``true`` / ``false``."""
+    text = pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type)
+    if not text or key_field.type == _FD.TYPE_STRING:
+        return keys
+    if key_field.type == _FD.TYPE_BOOL:
+        if not pc.all(pc.is_in(keys, value_set=pa.array(["true", "false"]))).as_py() and len(keys):
+            raise Unsettled("a bool map key that is not true or false")
+        return pc.equal(keys, "true")
+    if len(keys) and not pc.all(pc.match_substring_regex(keys, r"^-?[0-9]+$")).as_py():
+        raise Unsettled("an integer map key that is not decimal digits")
+    unsigned = key_field.type in (_FD.TYPE_UINT64, _FD.TYPE_FIXED64)
+    return keys.cast(pa.uint64() if unsigned else pa.int64())  # past the type: ArrowInvalid, Unsettled
 
 
 def _is_required(field: descriptor.FieldDescriptor) -> bool:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -338,6 +339,8 @@ class ProtobufEncoder:
         value_field = field.message_type.fields_by_name["value"]
         items = value.items() if isinstance(value, Mapping) else value
         for k, v in items:
+            if isinstance(k, str) and key_field.type != _FD.TYPE_STRING:
+                k = _key_from_text(key_field, k, path)
             key = self._scalar(key_field, k, f"{path}{{}}")
             if value_field.type == _FD.TYPE_MESSAGE:
                 entry = target[key]  # the entry exists from here on, empty when the value is null
@@ -431,6 +434,21 @@ def _time_fields(name: str, value: Any, path: str) -> tuple[int, int]:
         what = "the years 1-9999" if is_timestamp else "+-10000 years"
         raise EncodeError(f"{path}: {name} outside {what} (what Protobuf allows)")
     return seconds, nanos
+
+
+_INTEGER_TEXT = re.compile(r"-?[0-9]+")
+
+
+def _key_from_text(key_field: descriptor.FieldDescriptor, text: str, path: str) -> Any:
+    """An integer or bool map key from its text, the form Spark gives every map key
+    (``map<string, T>``): decimal digits with an optional minus, ``true`` / ``false``."""
+    if key_field.type == _FD.TYPE_BOOL:
+        if text not in ("true", "false"):
+            raise EncodeError(f"{path}{{}}: a bool map key needs true or false, got {text!r}")
+        return text == "true"
+    if not _INTEGER_TEXT.fullmatch(text):
+        raise EncodeError(f"{path}{{}}: an integer map key needs its decimal digits, got {text!r}")
+    return int(text)
 
 
 def _enum_number(enum: descriptor.EnumDescriptor, value: Any, path: str) -> int:
