@@ -61,6 +61,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from ... import keyvalue, wire
 from ..._kernels import _backend
 from ...errors import EncodeError, PulsarCodecError
+from ...formats import get_format
 from ...keyvalue import KeyValueEncodingType
 from ...pipeline import MessageEncoder
 from ...pipeline._common import latest_version
@@ -132,9 +133,13 @@ class PartEncoder:
         fmt = options.get(f"{prefix}format") or options.get("format") or None
         subject = options.get(f"{prefix}subject") or split_partition(topic)[0].rsplit("/", 1)[-1] + f"-{part}"
         if flag(options, "use_latest", False):
-            schema_id, fetched = latest_version(registry, subject)
-            text = fetched.schema if isinstance(fetched.schema, str) else str(fetched.schema)
-            fmt = fmt or fetched.schema_type
+            if fmt is None:  # the subject says its format (a registry schemaType)
+                fmt = latest_version(registry, subject)[1].schema_type or None
+            # the version as the encoder parses it (a Protobuf schema's imports fetched as references)
+            latest = MessageEncoder(registry, subject, protocol=protocol, format=fmt, use_latest=True)
+            schema_id, model = latest.latest_writer()
+            writer_format = get_format(fmt)
+            text = model if writer_format.name == "PROTOBUF" else writer_format.schema_text(model)
         else:
             body, is_struct = _body_schema(spark_type)
             text = _writer_text(body, is_struct, subject, options.get(f"{prefix}schema"), fmt, registry)
@@ -152,7 +157,8 @@ class PartEncoder:
         if flag(options, "use_latest", False):
             # a column the version has no field for, or the reverse, fails here, not in every task
             encoder.encode_payloads(_body_schema(spark_type)[0].empty_table())
-        return cls(encoder, (text, schema_id, encoder.protocol.name, fmt))
+        key = text if isinstance(text, str) else get_format(fmt).schema_key(text)
+        return cls(encoder, (key, schema_id, encoder.protocol.name, fmt))
 
     def local(self) -> MessageEncoder | None:
         """This executor process's encoder (shared by the tasks that bring equal ones)."""
