@@ -238,3 +238,18 @@ def test_a_database_from_before_guids_is_upgraded(tmp_path):
         assert reg.register("r", text) == 1  # the old fingerprint still matches
         reg.register("money", MONEY, "PROTOBUF")
         assert reg.register("orders-value", ORDER, "PROTOBUF", references=[MONEY_REF]) == 3
+
+
+def test_use_latest_parses_a_protobuf_version_with_its_imports(reg):
+    """MessageEncoder(use_latest=True).latest_writer(), what spark.encode and the Pulsar sink ship
+    to their executors, fetches a version's imports through its references."""
+    import pyarrow as pa
+
+    from pulsar_codec.formats.protobuf import ProtobufEncoder
+    from pulsar_codec.pipeline import MessageEncoder
+
+    order_id = orders(reg)
+    schema_id, model = MessageEncoder(reg, "orders-value", format="PROTOBUF", use_latest=True).latest_writer()
+    assert schema_id == order_id and model.descriptor().full_name == "shop.Order"
+    batch = pa.RecordBatch.from_pydict({"id": [1], "total": [{"currency": "EUR", "units": 5}]})
+    assert ProtobufEncoder(model).encode(batch).to_pylist() == [b"\x08\x01\x12\x07\n\x03EUR\x10\x05"]
