@@ -430,3 +430,94 @@ def test_maps_in_a_message_with_required_fields(monkeypatch):
     )
     written = _columnar.encode_columns(encoder.descriptor, _columns(batch), batch.num_rows)
     assert written.cast(pa.binary()).to_pylist() == encoder._by_rows(batch).to_pylist()
+
+
+# -- probe25: parity findings of a fuzz of both paths -------------------------------------------------
+
+PROBED = """
+syntax = "proto2";
+package d;
+import "google/protobuf/wrappers.proto";
+message M {
+  required int32 id = 1;
+  repeated string rs = 2;
+  map<string, string> ms = 3;
+  optional google.protobuf.StringValue ws = 4;
+  optional google.protobuf.BytesValue wb = 5;
+  optional double d = 6;
+}
+"""
+
+
+def _same_on_both_paths(encoder, batch):
+    """encode() gives what the row path gives: the bytes, or the same EncodeError."""
+    try:
+        expected = encoder._by_rows(batch).to_pylist()
+    except EncodeError as exc:
+        with pytest.raises(EncodeError) as raised:
+            encoder.encode(batch)
+        assert str(raised.value) == str(exc) and raised.value.index == exc.index
+        return None
+    assert encoder.encode(batch).to_pylist() == expected
+    return expected
+
+
+def test_a_bytes_value_wrapper_from_binary_is_its_value_on_both_paths():
+    encoder = ProtobufEncoder(parse(PROBED))
+    batch = pa.RecordBatch.from_pydict({"id": [1], "wb": [b"\n\x01x"]})
+    assert _same_on_both_paths(encoder, batch) == [b"\x08\x01*\x05\n\x03\n\x01x"]
+
+
+def test_nulls_among_a_dictionary_s_values_are_nulls():
+    encoder = ProtobufEncoder(parse(PROBED))
+
+    def null_dictionary(value_type=None):
+        values = pa.array([None], value_type or pa.string())
+        return pa.DictionaryArray.from_arrays(pa.array([0], pa.int32()), values)
+
+    offsets = pa.array([0, 1], pa.int32())
+    cases = [
+        {"id": null_dictionary(pa.int32())},  # a required field: the runtime's EncodeError, with the row
+        {"id": [1], "rs": pa.ListArray.from_arrays(offsets, null_dictionary())},
+        {"id": [1], "ms": pa.MapArray.from_arrays(offsets, pa.array(["k"]), null_dictionary())},
+        {"id": [1], "ws": null_dictionary()},  # unset, not an empty wrapper
+    ]
+    for columns in cases:
+        batch = pa.RecordBatch.from_pydict(columns)
+        _same_on_both_paths(encoder, batch)
+    with pytest.raises(EncodeError, match="row 0: .*missing required fields: id") as raised:
+        encoder.encode(pa.RecordBatch.from_pydict({"rs": [["a"]]}))
+    assert raised.value.index == 0
+
+
+def test_view_and_null_typed_columns_are_written_by_columns():
+    encoder = ProtobufEncoder(
+        parse('syntax = "proto3"; package a; message M { string s = 1; map<string, int64> m = 2; }')
+    )
+    column = pa.array([{"s": "x"}, None, {"s": "y"}], pa.struct([("s", pa.string_view())]))
+    written = _columnar.encode_columns(encoder.descriptor, [("s", column.field(0))], 3, column.is_valid())
+    assert written.cast(pa.binary()).to_pylist() == [b"\n\x01x", None, b"\n\x01y"]
+    assert encoder.encode(pa.RecordBatch.from_arrays([column], ["value"])).to_pylist() == written.to_pylist()
+    keys = pa.array(["b", "a"], pa.string_view())
+    batch = pa.RecordBatch.from_pydict(
+        {"s": pa.nulls(1), "m": pa.MapArray.from_arrays(pa.array([0, 2], pa.int32()), keys, pa.array([1, 2]))}
+    )
+    written = _columnar.encode_columns(encoder.descriptor, _columns(batch), 1)
+    assert written.cast(pa.binary()).to_pylist() == encoder._by_rows(batch).to_pylist()
+
+
+def test_the_row_path_refuses_shapes_it_used_to_misread():
+    """Text into a repeated field was split into characters, a number's text or a bool read into
+    a double; a list of {key, value} structs (how other tools write maps) is a map."""
+    encoder = ProtobufEncoder(parse(PROBED))
+    for columns, match in (
+        ({"id": [1], "rs": ["abc"]}, "rs: a repeated field needs a list, got str"),
+        ({"id": [1], "d": ["1.5"]}, "d: a floating-point field needs a number, got str"),
+        ({"id": [1], "d": [True]}, "d: a floating-point field needs a number, got bool"),
+    ):
+        with pytest.raises(EncodeError, match=match):
+            encoder.encode(pa.RecordBatch.from_pydict(columns))
+    entries = pa.array([[{"key": "k1", "value": "v1"}, {"key": "k0", "value": "v0"}]])
+    as_map = pa.array([[("k1", "v1"), ("k0", "v0")]], pa.map_(pa.string(), pa.string()))
+    got = encoder.encode(pa.RecordBatch.from_pydict({"id": [1], "ms": entries})).to_pylist()
+    assert got == encoder.encode(pa.RecordBatch.from_pydict({"id": [1], "ms": as_map})).to_pylist()

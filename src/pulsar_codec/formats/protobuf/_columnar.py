@@ -69,13 +69,51 @@ class Unsettled(Exception):
     """A batch this path does not write exactly as the runtime would: the row path takes it."""
 
 
-def encode_columns(desc: descriptor.Descriptor, columns: list[tuple[str, pa.Array]], length: int) -> pa.Array:
+def encode_columns(
+    desc: descriptor.Descriptor, columns: list[tuple[str, pa.Array]], length: int, valid: pa.Array | None = None
+) -> pa.Array:
     """The payload of each of ``length`` rows whose fields are ``columns`` (name, array): a
-    large_binary array without nulls. Raises :class:`Unsettled` for what it does not write."""
+    large_binary array, null where ``valid`` (a boolean array, the rows of a struct column) is
+    false, else without nulls. Raises :class:`Unsettled` for what it does not write."""
     try:
-        return _Writer().bodies(desc, dict(_unique(columns)), length)
+        plain = [(name, _plain(array)) for name, array in _unique(columns)]
+        if valid is None:
+            return _Writer().bodies(desc, dict(plain), length)
+        # only the rows written: a null row's children may hold anything
+        kept = {name: array.filter(valid) for name, array in plain}
+        bodies = _Writer().bodies(desc, kept, pc.sum(valid).as_py() or 0)
+        at = np.maximum(np.cumsum(np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool)) - 1, 0)
+        spread = bodies.take(pa.array(at)) if len(bodies) else pa.nulls(length, pa.large_binary())
+        return pc.if_else(valid, spread, pa.scalar(None, pa.large_binary()))
     except (pa.ArrowException, OverflowError) as exc:  # a shape the compute functions refuse
         raise Unsettled(str(exc)) from None
+
+
+def _plain_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with dictionaries as their value type and view types as large ones, at any depth."""
+    if pa.types.is_dictionary(t):
+        return _plain_type(t.value_type)
+    if pa.types.is_string_view(t):
+        return pa.large_string()
+    if pa.types.is_binary_view(t):
+        return pa.large_binary()
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_plain_type(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_plain_type(t.key_type)), t.item_field.with_type(_plain_type(t.item_type)))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_plain_type(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_plain_type(t.value_type)))
+    return t
+
+
+def _plain(array: pa.Array) -> pa.Array:
+    """``array`` cast once to :func:`_plain_type` when it holds a dictionary or a view type
+    anywhere (the compute functions used here take neither everywhere; nulls among a
+    dictionary's values then count as nulls)."""
+    plain = _plain_type(array.type)
+    return array if plain == array.type else array.cast(plain)
 
 
 def _unique(columns: list[tuple[str, pa.Array]]) -> list[tuple[str, pa.Array]]:
@@ -205,7 +243,16 @@ def _validity(array: pa.Array) -> np.ndarray | None:
 
 
 def _undictionary(array: pa.Array) -> pa.Array:
-    return array.cast(array.type.value_type) if pa.types.is_dictionary(array.type) else array
+    """``array`` in a form every check here reads right: a dictionary as its values (nulls among
+    the dictionary's values then count as nulls), a view type as its large type."""
+    t = array.type
+    if pa.types.is_dictionary(t):
+        return _undictionary(array.cast(t.value_type))
+    if pa.types.is_string_view(t):
+        return array.cast(pa.large_string())
+    if pa.types.is_binary_view(t):
+        return array.cast(pa.large_binary())
+    return array
 
 
 def _and(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
@@ -363,6 +410,8 @@ class _Writer:
         for name in columns:
             if name not in fields and name not in cases:
                 raise Unsettled(f"{desc.full_name} has no field {name!r}")
+        # a column of Arrow's null type holds no value: the field is absent, as in the row path
+        columns = {name: _undictionary(a) for name, a in columns.items() if not pa.types.is_null(a.type)}
         chosen = self._oneof_presence(oneofs, cases, columns, length)
         fragments = []
         for field in sorted(desc.fields, key=lambda f: f.number):
@@ -443,7 +492,9 @@ class _Writer:
             return self._time_bodies(desc, array)
         if name in _WRAPPERS:
             value = desc.fields_by_name["value"]
-            return _scalar_fragments(value, array.fill_null(_zero(array.type)), value.number, implicit=True)
+            return _scalar_fragments(
+                value, array, value.number, implicit=True
+            )  # a null: no value (rows left out above)
         if name in _JSON_TYPES or not pa.types.is_struct(array.type):
             raise Unsettled(f"{array.type} for message {name}")
         columns = {array.type.field(i).name: array.field(i) for i in range(array.type.num_fields)}
@@ -488,7 +539,7 @@ class _Writer:
         return counts, offsets, np.repeat(valid if valid is not None else np.ones(len(array), bool), np.diff(offsets))
 
     def _child(self, child: pa.Array, offsets: np.ndarray, keep: np.ndarray) -> pa.Array:
-        items = child.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+        items = _undictionary(child.slice(int(offsets[0]), int(offsets[-1] - offsets[0])))
         return items if keep.all() else items.filter(pa.array(keep))
 
     def _repeated(self, field: descriptor.FieldDescriptor, array: pa.Array) -> pa.Array:
@@ -518,8 +569,8 @@ class _Writer:
         counts, offsets, keep = self._elements(array)
         keys = _keys_as_typed(key_field, _undictionary(self._child(array.keys, offsets, keep)))
         values = self._child(array.items, offsets, keep)
-        if values.null_count:
-            raise Unsettled("a null map value")
+        if values.null_count or keys.null_count:  # a null key: only a dictionary's null value makes one
+            raise Unsettled("a null map value or key")
         rows = np.repeat(np.arange(len(array), dtype=np.int64), counts)
         order = _map_order(key_field, keys, rows)
         if order is not None:
@@ -567,16 +618,6 @@ def _is_required(field: descriptor.FieldDescriptor) -> bool:
     if required is not None:
         return bool(required)
     return bool(field.label == _FD.LABEL_REQUIRED)
-
-
-def _zero(t: pa.DataType) -> Any:
-    if pa.types.is_boolean(t):
-        return False
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return ""
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return b""
-    return 0
 
 
 # -- map order ------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from google.protobuf import descriptor, json_format, message_factory
+from google.protobuf import message as pb_message
 
 from ..._arrow import as_table_like
 from ...errors import EncodeError
@@ -224,12 +225,15 @@ class ProtobufEncoder:
         """The row path: one runtime message per row, serialized. It takes what the columnar path
         leaves, and raises the EncodeError naming the row."""
         data, arrays, as_struct = self._columns_of(batch)
-        if as_struct:
-            rows = _exact(arrays[0]).to_pylist()
-        else:
-            exact = [_exact(a) for a in arrays]
-            struct = pa.StructArray.from_arrays(exact, names=data.schema.names) if exact else None
-            rows = struct.to_pylist() if struct is not None else [{} for _ in range(data.num_rows)]
+        try:
+            if as_struct:
+                rows = _exact(arrays[0]).to_pylist()
+            else:
+                exact = [_exact(a) for a in arrays]
+                struct = pa.StructArray.from_arrays(exact, names=data.schema.names) if exact else None
+                rows = struct.to_pylist() if struct is not None else [{} for _ in range(data.num_rows)]
+        except pa.ArrowInvalid as exc:  # values Arrow itself refuses to read (a null map key)
+            raise EncodeError(f"the batch's values cannot be read: {exc}") from None
         out: list[bytes | None] = []
         for i, row in enumerate(rows):
             out.append(None if row is None else self._payload(row, i))
@@ -241,16 +245,9 @@ class ProtobufEncoder:
         from . import _columnar  # imported here: it takes this module's tables and helpers
 
         try:
-            if valid is None:
-                return _columnar.encode_columns(self.descriptor, columns, length).cast(pa.binary())
-            kept = [(name, array.filter(valid)) for name, array in columns]
-            bodies = _columnar.encode_columns(self.descriptor, kept, pc.sum(valid).as_py() or 0)
+            return _columnar.encode_columns(self.descriptor, columns, length, valid).cast(pa.binary())
         except _columnar.Unsettled:
             return None
-        present = np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool)
-        at = np.maximum(np.cumsum(present) - 1, 0)
-        spread = bodies.take(pa.array(at)) if len(bodies) else pa.nulls(length, pa.large_binary())
-        return pc.if_else(valid, spread, pa.scalar(None, pa.large_binary())).cast(pa.binary())
 
     def _plan(self, desc: descriptor.Descriptor) -> _Plan:
         plan = self._plans.get(desc.full_name)
@@ -275,7 +272,10 @@ class ProtobufEncoder:
             raise EncodeError(f"row {index}: {exc}", index=index) from None
         except (TypeError, ValueError, OverflowError) as exc:
             raise EncodeError(f"row {index}: {exc}", index=index) from None
-        data: bytes = msg.SerializeToString(deterministic=True)
+        try:
+            data: bytes = msg.SerializeToString(deterministic=True)
+        except pb_message.EncodeError as exc:  # the runtime's: a proto2 required field left unset
+            raise EncodeError(f"row {index}: {exc}", index=index) from None
         return data
 
     # -- one message --------------------------------------------------------------------------
@@ -325,6 +325,9 @@ class ProtobufEncoder:
             setattr(msg, field.name, self._scalar(field, value, path))
         elif kind == _MESSAGE:
             self._message(getattr(msg, field.name), field.message_type, value, path)
+        elif kind in (_REPEATED, _REPEATED_MESSAGE) and isinstance(value, (str, bytes, bytearray, Mapping)):
+            # iterating text, bytes or a dict would write its characters, bytes or keys
+            raise EncodeError(f"{path}: a repeated field needs a list, got {type(value).__name__}")
         elif kind == _REPEATED:
             getattr(msg, field.name).extend(self._scalar(field, v, f"{path}[]") for v in value)
         elif kind == _REPEATED_MESSAGE:
@@ -337,7 +340,9 @@ class ProtobufEncoder:
     def _set_map(self, target: Any, field: descriptor.FieldDescriptor, value: Any, path: str) -> None:
         key_field = field.message_type.fields_by_name["key"]
         value_field = field.message_type.fields_by_name["value"]
-        items = value.items() if isinstance(value, Mapping) else value
+        if isinstance(value, (str, bytes, bytearray)):
+            raise EncodeError(f"{path}: a map field needs a map, got {type(value).__name__}")
+        items = value.items() if isinstance(value, Mapping) else [_map_entry(item, path) for item in value]
         for k, v in items:
             if isinstance(k, str) and key_field.type != _FD.TYPE_STRING:
                 k = _key_from_text(key_field, k, path)
@@ -354,14 +359,15 @@ class ProtobufEncoder:
     def _message(self, target: Any, desc: descriptor.Descriptor, value: Any, path: str) -> None:
         """Fill the sub-message ``target`` of type ``desc`` from its Arrow form."""
         name = desc.full_name
-        if isinstance(value, (bytes, bytearray, memoryview)):  # a message cut at max_depth: its bytes
-            target.MergeFromString(bytes(value))
-            return
+        # the well-known types the decoder maps to scalars first: a BytesValue's binary is its value
         if name == "google.protobuf.Timestamp" or name == "google.protobuf.Duration":
             target.seconds, target.nanos = _time_fields(name, value, path)
             return
         if name in _WRAPPERS:
             target.value = self._scalar(desc.fields_by_name["value"], value, path)
+            return
+        if isinstance(value, (bytes, bytearray, memoryview)):  # a message cut at max_depth: its bytes
+            target.MergeFromString(bytes(value))
             return
         if name in _JSON_TYPES:
             if not isinstance(value, str):
@@ -389,6 +395,8 @@ class ProtobufEncoder:
                 raise EncodeError(f"{path}: a bytes field needs binary, got text")
             return bytes(value)
         if t in (_FD.TYPE_FLOAT, _FD.TYPE_DOUBLE):
+            if isinstance(value, (str, bytes, bytearray, bool)):  # float() would read "1.5" and True
+                raise EncodeError(f"{path}: a floating-point field needs a number, got {type(value).__name__}")
             return float(value)
         if t == _FD.TYPE_BOOL:
             if not isinstance(value, bool):
@@ -434,6 +442,16 @@ def _time_fields(name: str, value: Any, path: str) -> tuple[int, int]:
         what = "the years 1-9999" if is_timestamp else "+-10000 years"
         raise EncodeError(f"{path}: {name} outside {what} (what Protobuf allows)")
     return seconds, nanos
+
+
+def _map_entry(item: Any, path: str) -> tuple[Any, Any]:
+    """One entry of a map given as a list: a (key, value) pair (an Arrow map's rows), or a
+    ``{key, value}`` struct (the list<struct<key, value>> other tools write maps as)."""
+    if isinstance(item, Mapping) and set(item) == {"key", "value"}:
+        return item["key"], item["value"]
+    if isinstance(item, (tuple, list)) and len(item) == 2:
+        return item[0], item[1]
+    raise EncodeError(f"{path}: a map entry needs a key and a value, got {item!r}")
 
 
 _INTEGER_TEXT = re.compile(r"-?[0-9]+")
