@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pulsar_codec.errors import EncodeError
-from pulsar_codec.formats.protobuf import ProtobufEncoder, _columnar, parse
+from pulsar_codec.formats.protobuf import ProtobufEncoder, _columnar, _map_order, parse
 from pulsar_codec.pipeline import MessageDecoder
 
 PROTO3 = """
@@ -367,7 +367,7 @@ def test_inputs_of_other_arrow_types():
 def test_map_order_is_checked_against_the_runtime_for_each_key_type():
     fields = ALL.descriptor().fields_by_name
     for name in ("m_s", "m_i", "m_l", "m_b", "m_u", "m_z", "m_u64"):
-        assert _columnar._map_order_holds(fields[name]), name
+        assert _map_order._runtime_order_is_ours(fields[name]), name
 
 
 def test_a_large_batch_matches_the_row_path():
@@ -419,7 +419,7 @@ def test_a_closed_enum_s_unknown_number_is_left_to_the_row_path():
 def test_maps_in_a_message_with_required_fields(monkeypatch):
     """The map-order check builds the map's message with only the map set: a proto2 message with
     required fields must not make that check fail."""
-    monkeypatch.setattr(_columnar, "_MAP_ORDERS", {})  # the check runs here, not cached by an earlier test
+    monkeypatch.setattr(_map_order, "_ORDER_HOLDS", {})  # the check runs here, not cached by an earlier test
     text = 'syntax = "proto2"; package r; message R { required int32 id = 1; map<string, int32> m = 2; }'
     encoder = ProtobufEncoder(parse(text))
     batch = pa.RecordBatch.from_pydict(
@@ -428,6 +428,7 @@ def test_maps_in_a_message_with_required_fields(monkeypatch):
             "m": pa.array([[("b", 1), ("a", 2)], []], pa.map_(pa.string(), pa.int32())),
         }
     )
+    assert _map_order._runtime_order_is_ours(encoder.descriptor.fields_by_name["m"])  # asked, not failed
     written = _columnar.encode_columns(encoder.descriptor, _columns(batch), batch.num_rows)
     assert written.cast(pa.binary()).to_pylist() == encoder._by_rows(batch).to_pylist()
 

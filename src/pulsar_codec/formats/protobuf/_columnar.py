@@ -15,20 +15,32 @@ row. So this path never words an error of its own, and tests hold its bytes to t
 Map entries are written in the order the runtime's deterministic serialization uses. That order
 is an implementation detail of the runtime (upb writes string keys by their bytes, a key that is
 a prefix of another after it, and integer keys by falling unsigned value), so it is checked
-against the runtime once per map field (:func:`_map_order_holds`); where the runtime disagrees,
-that field's batches take the row path.
+against the runtime once per key type (:mod:`._map_order`); where the runtime disagrees, such
+maps take the row path. The fragments themselves are built in :mod:`._fragments`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from google.protobuf import descriptor, message_factory
+from google.protobuf import descriptor
 
+from ._fragments import (
+    _I32,
+    _I64,
+    _LEN,
+    _VARINT,
+    _concat,
+    _fixed_fragments,
+    _joined,
+    _joined_present,
+    _length_fragments,
+    _lengths,
+    _tag,
+    _varint_fragments,
+)
+from ._map_order import entry_order, order_holds
 from .encoder import (
     _CASE_SUFFIX,
     _DURATION_SECONDS,
@@ -47,11 +59,6 @@ from .encoder import (
 
 __all__ = ["Unsettled", "encode_columns"]
 
-_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
-_U7 = np.uint64(7)
-_LOW7 = np.uint64(0x7F)
-_TOP = np.uint64(0x80)
-_EMPTY = pa.scalar(b"", pa.large_binary())
 _SIGNED_VARINT = frozenset((_FD.TYPE_INT32, _FD.TYPE_INT64, _FD.TYPE_ENUM))
 _UNSIGNED_VARINT = frozenset((_FD.TYPE_UINT32, _FD.TYPE_UINT64))
 _ZIGZAG = frozenset((_FD.TYPE_SINT32, _FD.TYPE_SINT64))
@@ -121,116 +128,6 @@ def _unique(columns: list[tuple[str, pa.Array]]) -> list[tuple[str, pa.Array]]:
     if len(set(names)) != len(names):
         raise Unsettled("a column name repeats")
     return columns
-
-
-# -- fragments ------------------------------------------------------------------------------------
-
-
-def _varint_bytes(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _tag(number: int, wire: int) -> bytes:
-    return _varint_bytes(number << 3 | wire)
-
-
-def _binary(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
-    return pa.Array.from_buffers(pa.large_binary(), len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-
-
-def _offsets(array: pa.Array) -> np.ndarray:
-    """The int64 offsets of a large_binary array as they apply to it (its slice offset taken)."""
-    raw = np.frombuffer(array.buffers()[1], dtype=np.int64)
-    return raw[array.offset : array.offset + len(array) + 1]
-
-
-def _lengths(array: pa.Array) -> np.ndarray:
-    return np.diff(_offsets(array))
-
-
-def _sized(sizes: np.ndarray) -> np.ndarray:
-    offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    return offsets
-
-
-def _varint_sizes(values: np.ndarray) -> np.ndarray:
-    sizes = np.ones(len(values), dtype=np.int64)
-    rest = values >> _U7
-    while True:
-        more = rest != 0
-        if not more.any():
-            return sizes
-        sizes += more
-        rest = rest >> _U7
-
-
-def _varint_fragments(prefix: bytes, values: np.ndarray, present: np.ndarray | None) -> pa.Array:
-    """``prefix`` + the varint of each uint64 in ``values`` where ``present`` (empty elsewhere)."""
-    sizes = _varint_sizes(values) + len(prefix)
-    if present is not None:
-        sizes = np.where(present, sizes, 0)
-        values = values[present]
-    offsets = _sized(sizes)
-    data = np.empty(int(offsets[-1]), dtype=np.uint8)
-    starts = offsets[:-1] if present is None else offsets[:-1][present]
-    for k, byte in enumerate(prefix):
-        data[starts + k] = byte
-    at = starts + len(prefix)
-    while len(values):
-        more = values >= _TOP
-        data[at] = ((values & _LOW7) | (more.astype(np.uint64) << _U7)).astype(np.uint8)
-        at = at[more] + 1
-        values = values[more] >> _U7
-    return _binary(offsets, data)
-
-
-def _fixed_fragments(prefix: bytes, raw: np.ndarray, present: np.ndarray | None) -> pa.Array:
-    """``prefix`` + the little-endian bytes of each value of ``raw`` where ``present``."""
-    width = raw.dtype.itemsize
-    length = len(raw)
-    if present is not None:
-        raw = raw[present]
-    rows = np.empty((len(raw), len(prefix) + width), dtype=np.uint8)
-    rows[:, : len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
-    rows[:, len(prefix) :] = np.ascontiguousarray(raw).view(np.uint8).reshape(len(raw), width)
-    sizes = np.full(length, len(prefix) + width, dtype=np.int64)
-    if present is not None:
-        sizes = np.where(present, sizes, 0)
-    return _binary(_sized(sizes), rows.reshape(-1))
-
-
-def _length_fragments(prefix: bytes, bodies: pa.Array, present: np.ndarray | None) -> pa.Array:
-    """``prefix`` + the varint length + each body of ``bodies`` (large_binary) where ``present``."""
-    heads = _varint_fragments(prefix, _lengths(bodies).astype(np.uint64), present)
-    if present is not None and not present.all():
-        bodies = pc.if_else(pa.array(present), bodies, _EMPTY)
-    return pc.binary_join_element_wise(heads, bodies, _EMPTY)
-
-
-def _joined(fragments: pa.Array, counts: np.ndarray) -> pa.Array:
-    """One value per row: the concatenation of ``counts[i]`` consecutive ``fragments`` for row
-    i. The fragments are already in row order in one data buffer, so only offsets are new."""
-    if fragments.offset:
-        fragments = pc.binary_join_element_wise(fragments, _EMPTY, _EMPTY)  # a fresh, unsliced array
-    bounds = _sized(counts)
-    offsets = _offsets(fragments)[bounds]
-    return pa.Array.from_buffers(
-        pa.large_binary(), len(counts), [None, pa.py_buffer(np.ascontiguousarray(offsets)), fragments.buffers()[2]]
-    )
-
-
-def _concat(fragments: list[pa.Array], length: int) -> pa.Array:
-    if not fragments:
-        return pa.array([b""] * length, pa.large_binary())
-    if len(fragments) == 1:
-        return fragments[0]
-    return pc.binary_join_element_wise(*fragments, _EMPTY)
 
 
 # -- values ---------------------------------------------------------------------------------------
@@ -386,17 +283,7 @@ def _scalar_fragments(
     return _varint_fragments(prefix_varint, encoded, present)
 
 
-def _joined_present(bodies: pa.Array, present: np.ndarray | None) -> pa.Array:
-    if present is not None and not present.all():
-        return pc.if_else(pa.array(present), bodies, _EMPTY)
-    return bodies
-
-
 # -- messages -------------------------------------------------------------------------------------
-
-
-_MAP_ORDERS: dict[int, bool] = {}
-"""Per map key type (a FieldDescriptor type): whether the runtime writes entries in our order."""
 
 
 class _Writer:
@@ -564,7 +451,7 @@ class _Writer:
             raise Unsettled(f"{array.type} for a map field")
         entry = field.message_type
         key_field, value_field = entry.fields_by_name["key"], entry.fields_by_name["value"]
-        if not self._map_order_holds(field):
+        if not order_holds(field):
             raise Unsettled("the runtime orders this map's keys another way")
         counts, offsets, keep = self._elements(array)
         keys = _keys_as_typed(key_field, _undictionary(self._child(array.keys, offsets, keep)))
@@ -572,7 +459,9 @@ class _Writer:
         if values.null_count or keys.null_count:  # a null key: only a dictionary's null value makes one
             raise Unsettled("a null map value or key")
         rows = np.repeat(np.arange(len(array), dtype=np.int64), counts)
-        order = _map_order(key_field, keys, rows)
+        order, repeated = entry_order(key_field, keys, rows)
+        if repeated:
+            raise Unsettled("a key repeated within one map")
         if order is not None:
             keys, values = keys.take(order), values.take(order)
         key_part = _scalar_fragments(key_field, keys, 1, implicit=False)
@@ -583,18 +472,6 @@ class _Writer:
             value_part = _scalar_fragments(value_field, values, 2, implicit=False)
         entries = _length_fragments(_tag(field.number, _LEN), _concat([key_part, value_part], len(keys)), None)
         return _joined(entries, counts)
-
-    @staticmethod
-    def _map_order_holds(field: descriptor.FieldDescriptor) -> bool:
-        key_type = field.message_type.fields_by_name["key"].type
-        known = _MAP_ORDERS.get(key_type)
-        if known is None:
-            try:
-                known = _map_order_holds(field)
-            except Exception:  # noqa: BLE001 - a runtime that cannot be asked: its own row path writes the maps
-                known = False
-            _MAP_ORDERS[key_type] = known
-        return known
 
 
 def _keys_as_typed(key_field: descriptor.FieldDescriptor, keys: pa.Array) -> pa.Array:
@@ -618,132 +495,3 @@ def _is_required(field: descriptor.FieldDescriptor) -> bool:
     if required is not None:
         return bool(required)
     return bool(field.label == _FD.LABEL_REQUIRED)
-
-
-# -- map order ------------------------------------------------------------------------------------
-
-
-def _order_keys(key_field: descriptor.FieldDescriptor, keys: pa.Array) -> pa.Array:
-    """A column that sorts ascending the way the runtime writes the map's entries: string / bytes
-    keys by their bytes with a key that is a prefix of another after it (each byte b as 01 b, the
-    end as 02), integer and bool keys by falling unsigned 64-bit value."""
-    if key_field.type in (_FD.TYPE_STRING, _FD.TYPE_BYTES):
-        binary = keys.cast(pa.large_binary())
-        offsets = _offsets(binary)
-        data = np.frombuffer(binary.buffers()[2], dtype=np.uint8) if binary.buffers()[2] is not None else None
-        lengths = np.diff(offsets)
-        out_offsets = _sized(2 * lengths + 1)
-        out = np.empty(int(out_offsets[-1]), dtype=np.uint8)
-        out.fill(1)
-        ends = out_offsets[1:] - 1
-        out[ends] = 2
-        if data is not None and len(data):
-            spans = np.repeat(offsets[:-1], lengths) + _within(lengths)
-            targets = np.repeat(out_offsets[:-1], lengths) + 2 * _within(lengths) + 1
-            out[targets] = data[spans]
-        return _binary(out_offsets, out)
-    if key_field.type == _FD.TYPE_BOOL:
-        raw = np.asarray(keys.to_numpy(zero_copy_only=False), dtype=np.uint64)
-    else:
-        values = keys.to_numpy(zero_copy_only=False)
-        raw = values.astype(np.uint64) if values.dtype == np.uint64 else values.astype(np.int64).view(np.uint64)
-    return pa.array(~raw, pa.uint64())
-
-
-def _within(lengths: np.ndarray) -> np.ndarray:
-    """0..n-1 for each run of ``lengths`` n, one after the other."""
-    total = int(lengths.sum())
-    starts = np.repeat(_sized(lengths)[:-1], lengths)
-    within: np.ndarray = np.arange(total, dtype=np.int64) - starts
-    return within
-
-
-def _map_order(key_field: descriptor.FieldDescriptor, keys: pa.Array, rows: np.ndarray) -> pa.Array | None:
-    """The permutation that puts each row's entries in the runtime's order (None: already so);
-    a key repeated within a row is left to the row path (the last value wins there)."""
-    if len(keys) < 2:
-        return None
-    table = pa.table({"row": rows, "key": _order_keys(key_field, keys)})
-    order = pc.sort_indices(table, sort_keys=[("row", "ascending"), ("key", "ascending")])
-    ordered = table.take(order)
-    key = ordered.column("key").combine_chunks()
-    row = ordered.column("row").to_numpy()
-    same_row = row[1:] == row[:-1]
-    if same_row.any():
-        repeated = pc.equal(key.slice(1), key.slice(0, len(key) - 1)).to_numpy(zero_copy_only=False)
-        if (same_row & repeated).any():
-            raise Unsettled("a key repeated within one map")
-    return order
-
-
-_PROBES: dict[int, list[Any]] = {
-    _FD.TYPE_STRING: ["", "a", "ab", "abc", "b", "ba", "z", "\u00e9", "aa"],
-    _FD.TYPE_BYTES: [b"", b"a", b"ab", b"\xff", b"b", b"\x00", b"a\x00"],
-    _FD.TYPE_BOOL: [False, True],
-}
-_INT_PROBES = [0, 1, -1, 5, 127, 128, -128, 2**31 - 1, -(2**31)]
-
-
-def _map_order_holds(field: descriptor.FieldDescriptor) -> bool:
-    """Whether the runtime's deterministic serialization writes this map's entries in
-    :func:`_order_keys`' order, tried on a spread of keys of its key type."""
-    entry = field.message_type
-    key_field, value_field = entry.fields_by_name["key"], entry.fields_by_name["value"]
-    low, high, _ = _INT_RANGES.get(key_field.type, (0, 0, ""))
-    probes = _PROBES.get(key_field.type) or [k for k in _INT_PROBES + [low, high] if low <= k <= high]
-    probes = list(dict.fromkeys(probes))
-    holder = message_factory.GetMessageClass(field.containing_type)()
-    target = getattr(holder, field.name)
-    for key in probes:
-        if value_field.type == _FD.TYPE_MESSAGE:
-            target[key].SetInParent()
-        else:
-            target[key] = _default_of(value_field)
-    written = holder.SerializePartialToString(deterministic=True)  # its required fields unset
-    entry_class = message_factory.GetMessageClass(entry)
-    runtime_order = [entry_class.FromString(body).key for body in _entry_bodies(written)]
-    key_type = pa.large_binary() if key_field.type == _FD.TYPE_BYTES else None
-    if key_field.type == _FD.TYPE_STRING:
-        key_type = pa.large_string()
-    elif key_field.type == _FD.TYPE_BOOL:
-        key_type = pa.bool_()
-    elif key_type is None:
-        key_type = pa.uint64() if key_field.type in (_FD.TYPE_UINT64, _FD.TYPE_FIXED64) else pa.int64()
-    keys = pa.array(probes, key_type)
-    order = _map_order(key_field, keys, np.zeros(len(probes), dtype=np.int64))
-    ours = keys.to_pylist() if order is None else keys.take(order).to_pylist()
-    return bool(ours == runtime_order)
-
-
-def _default_of(field: descriptor.FieldDescriptor) -> Any:
-    kinds: dict[int, Callable[[], Any]] = {
-        _FD.TYPE_STRING: str,
-        _FD.TYPE_BYTES: bytes,
-        _FD.TYPE_BOOL: bool,
-        _FD.TYPE_FLOAT: float,
-        _FD.TYPE_DOUBLE: float,
-    }
-    return kinds.get(field.type, int)()
-
-
-def _entry_bodies(written: bytes) -> list[bytes]:
-    """The bodies of the length-delimited fields of a message holding only one map field."""
-    bodies = []
-    at = 0
-    while at < len(written):
-        _, at = _read_varint(written, at)  # the tag
-        size, at = _read_varint(written, at)
-        bodies.append(written[at : at + size])
-        at += size
-    return bodies
-
-
-def _read_varint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, at

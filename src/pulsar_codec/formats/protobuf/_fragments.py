@@ -1,0 +1,132 @@
+"""Protobuf wire fragments for whole columns: one binary value per row, built with numpy.
+
+A fragment is a field's bytes in one row (its tag and value, or nothing where the field is not
+written). :mod:`._columnar` builds a column of them per field and joins them per row; the data of
+each fragment column is one buffer laid out row after row, so joining consecutive fragments per
+row takes new offsets only (:func:`_joined`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
+_U7 = np.uint64(7)
+_LOW7 = np.uint64(0x7F)
+_TOP = np.uint64(0x80)
+_EMPTY = pa.scalar(b"", pa.large_binary())
+
+
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _tag(number: int, wire: int) -> bytes:
+    return _varint_bytes(number << 3 | wire)
+
+
+def _binary(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
+    return pa.Array.from_buffers(pa.large_binary(), len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _offsets(array: pa.Array) -> np.ndarray:
+    """The int64 offsets of a large_binary array as they apply to it (its slice offset taken)."""
+    raw = np.frombuffer(array.buffers()[1], dtype=np.int64)
+    return raw[array.offset : array.offset + len(array) + 1]
+
+
+def _lengths(array: pa.Array) -> np.ndarray:
+    return np.diff(_offsets(array))
+
+
+def _sized(sizes: np.ndarray) -> np.ndarray:
+    offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    return offsets
+
+
+def _varint_sizes(values: np.ndarray) -> np.ndarray:
+    sizes = np.ones(len(values), dtype=np.int64)
+    rest = values >> _U7
+    while True:
+        more = rest != 0
+        if not more.any():
+            return sizes
+        sizes += more
+        rest = rest >> _U7
+
+
+def _varint_fragments(prefix: bytes, values: np.ndarray, present: np.ndarray | None) -> pa.Array:
+    """``prefix`` + the varint of each uint64 in ``values`` where ``present`` (empty elsewhere)."""
+    sizes = _varint_sizes(values) + len(prefix)
+    if present is not None:
+        sizes = np.where(present, sizes, 0)
+        values = values[present]
+    offsets = _sized(sizes)
+    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    starts = offsets[:-1] if present is None else offsets[:-1][present]
+    for k, byte in enumerate(prefix):
+        data[starts + k] = byte
+    at = starts + len(prefix)
+    while len(values):
+        more = values >= _TOP
+        data[at] = ((values & _LOW7) | (more.astype(np.uint64) << _U7)).astype(np.uint8)
+        at = at[more] + 1
+        values = values[more] >> _U7
+    return _binary(offsets, data)
+
+
+def _fixed_fragments(prefix: bytes, raw: np.ndarray, present: np.ndarray | None) -> pa.Array:
+    """``prefix`` + the little-endian bytes of each value of ``raw`` where ``present``."""
+    width = raw.dtype.itemsize
+    length = len(raw)
+    if present is not None:
+        raw = raw[present]
+    rows = np.empty((len(raw), len(prefix) + width), dtype=np.uint8)
+    rows[:, : len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
+    rows[:, len(prefix) :] = np.ascontiguousarray(raw).view(np.uint8).reshape(len(raw), width)
+    sizes = np.full(length, len(prefix) + width, dtype=np.int64)
+    if present is not None:
+        sizes = np.where(present, sizes, 0)
+    return _binary(_sized(sizes), rows.reshape(-1))
+
+
+def _length_fragments(prefix: bytes, bodies: pa.Array, present: np.ndarray | None) -> pa.Array:
+    """``prefix`` + the varint length + each body of ``bodies`` (large_binary) where ``present``."""
+    heads = _varint_fragments(prefix, _lengths(bodies).astype(np.uint64), present)
+    if present is not None and not present.all():
+        bodies = pc.if_else(pa.array(present), bodies, _EMPTY)
+    return pc.binary_join_element_wise(heads, bodies, _EMPTY)
+
+
+def _joined(fragments: pa.Array, counts: np.ndarray) -> pa.Array:
+    """One value per row: the concatenation of ``counts[i]`` consecutive ``fragments`` for row
+    i. The fragments are already in row order in one data buffer, so only offsets are new."""
+    if fragments.offset:
+        fragments = pc.binary_join_element_wise(fragments, _EMPTY, _EMPTY)  # a fresh, unsliced array
+    bounds = _sized(counts)
+    offsets = _offsets(fragments)[bounds]
+    return pa.Array.from_buffers(
+        pa.large_binary(), len(counts), [None, pa.py_buffer(np.ascontiguousarray(offsets)), fragments.buffers()[2]]
+    )
+
+
+def _concat(fragments: list[pa.Array], length: int) -> pa.Array:
+    if not fragments:
+        return pa.array([b""] * length, pa.large_binary())
+    if len(fragments) == 1:
+        return fragments[0]
+    return pc.binary_join_element_wise(*fragments, _EMPTY)
+
+
+def _joined_present(bodies: pa.Array, present: np.ndarray | None) -> pa.Array:
+    if present is not None and not present.all():
+        return pc.if_else(pa.array(present), bodies, _EMPTY)
+    return bodies
