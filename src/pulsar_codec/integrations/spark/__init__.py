@@ -32,8 +32,11 @@ convention="java", error_column="keyvalue_error")``
     Pulsar INLINE KeyValue payloads into a key and a value binary column.
 ``decode_keyvalue(df, column="value", *, registry, ...)``
     ``split_keyvalue`` followed by ``decode`` of the key and of the value.
-``encode(df, column, *, registry, subject, protocol=wire.CONFLUENT, schema=None, output="value")``
-    A struct column into framed Avro messages; the schema is registered on the driver.
+``encode(df, column, *, registry, subject, protocol=wire.CONFLUENT, schema=None, output="value",
+format=None, message=None, use_latest=False)``
+    A struct column into framed Avro (JSON, Protobuf) messages; the schema is registered on the
+    driver, or with ``use_latest=True`` the subject's latest version is written (what writes a
+    topic read with ``decode`` back under its own subject).
 ``spark_schema(reader_schema, *, nullable=False)``
     The Spark ``StructType`` that ``decode`` produces for a reader schema (``nullable=True``:
     every field nullable, as a ``pandas_udf`` returning the struct must declare it).
