@@ -439,3 +439,27 @@ def test_spark_s_struct_forms_of_a_duration_and_a_union(backend):
     two = batch.set_column(1, "un", pa.array([{"long": 7, "string": "s"}] * 4, branches))
     with pytest.raises(EncodeError, match="matches no branch of the union"):
         avro.Encoder(schema).encode(two)
+
+
+def test_spark_s_union_struct_is_written_by_the_kernel(backend, monkeypatch):
+    """Spark's struct of branches binds as the sparse union it stands for (no row path), with
+    the null branch for a null struct or no branch set; two branches set is the row path's error."""
+    other = {"type": "record", "name": "Other", "fields": [{"name": "y", "type": "string"}]}
+    schema = record(("id", "long"), ("un", ["null", "long", "string", other]))
+    branches = pa.struct([("long", pa.int64()), ("string", pa.string()), ("Other", pa.struct([("y", pa.string())]))])
+    union_rows = [{"long": 7}, None, {"string": "s"}, {"Other": {"y": "why"}}, {}]
+    batch = pa.record_batch({"id": pa.array(range(5)), "un": pa.array(union_rows, branches)})
+    expected = fastavro_bodies(schema, [{"id": i, "un": v} for i, v in enumerate([7, None, "s", {"y": "why"}, None])])
+    enc = avro.Encoder(schema)
+    assert row_path(enc, batch).to_pylist() == expected
+
+    def no_rows(*args, **kwargs):
+        raise AssertionError("the row path was taken")
+
+    monkeypatch.setattr(type(enc), "_encode_rows", no_rows)
+    assert enc.encode(batch).to_pylist() == expected
+    assert enc.encode(batch.slice(1, 3)).to_pylist() == expected[1:4]
+    monkeypatch.undo()
+    two = batch.set_column(1, "un", pa.array([{"long": 7, "string": "s"}] * 5, branches))
+    with pytest.raises(EncodeError, match="row 0: .*matches no branch of the union"):
+        avro.Encoder(schema).encode(two)

@@ -17,7 +17,7 @@ from ...errors import EncodeError
 from ._rows import Branch
 from .schema import Array, Map, Named, Record, Schema, Union
 
-__all__ = ["union_branches"]
+__all__ = ["spark_union", "union_branches"]
 
 
 def _branch_names(node: Schema) -> tuple[str, ...]:
@@ -48,6 +48,33 @@ def union_branches(t: pa.DataType, node: Union) -> list[int] | None:
     if len(names) == len(others):
         return others
     return None
+
+
+def spark_union(node: Union, arr: pa.Array) -> pa.Array | None:
+    """Spark's form of a decoded union (it has no union type: a struct of one field per non-null
+    branch, named as the decoder names the branches, one of them set; a null struct or none set
+    for the null branch) as the sparse Arrow union it stands for. None when ``arr`` is not that
+    form, or a row sets two branches or none without a null branch to take it (the row path's
+    EncodeError then)."""
+    others = [b for b in node.branches if b.type != "null"]
+    if len(others) < 2 or not pa.types.is_struct(arr.type):
+        return None  # one branch besides null: Spark holds the value itself, not a struct of branches
+    names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
+    if len(names) != len(others) or set(names) != {_branch_names(b)[0] for b in others}:
+        return None
+    n = len(arr)
+    children = [arr.field(i) for i in range(len(names))]
+    held = np.ones((len(children), n), dtype=bool)
+    for i, child in enumerate(children):
+        if child.null_count:
+            held[i] = np.asarray(child.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    if arr.null_count:
+        held &= np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    count = held.sum(axis=0)
+    if (count > 1).any() or ((count == 0).any() and node.null_index is None):
+        return None
+    types = np.where(count == 1, held.argmax(axis=0), len(children)).astype(np.int8)
+    return pa.UnionArray.from_sparse(pa.array(types, pa.int8()), [*children, pa.nulls(n)], field_names=[*names, "null"])
 
 
 def _union_layout(arr: pa.Array, path: str) -> tuple[np.ndarray, np.ndarray, list[pa.Array]]:

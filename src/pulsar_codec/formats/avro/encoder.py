@@ -53,7 +53,7 @@ from ._arrow_inputs import (
     _valid_times,
     _validity,
 )
-from ._arrow_unions import _pylist, _union_layout, union_branches
+from ._arrow_unions import _pylist, _union_layout, spark_union, union_branches
 from ._rows import row_writer
 from ._uuid import uuid_bytes
 from .from_arrow import schema_for, schema_from_arrow
@@ -133,6 +133,9 @@ class _Binder:
         if isinstance(node, Union):
             if pa.types.is_union(t):
                 return self.bind_union(node, arr, path)
+            as_union = spark_union(node, arr)
+            if as_union is not None:  # Spark's struct of branches, read back as the union it was
+                return self.bind_union(node, as_union, path)
             if len(node.branches) != 2 or node.null_index is None:
                 raise _Unbindable(path)
             vb = 1 - node.null_index
