@@ -463,3 +463,38 @@ def test_spark_s_union_struct_is_written_by_the_kernel(backend, monkeypatch):
     two = batch.set_column(1, "un", pa.array([{"long": 7, "string": "s"}] * 5, branches))
     with pytest.raises(EncodeError, match="row 0: .*matches no branch of the union"):
         avro.Encoder(schema).encode(two)
+
+
+def test_durations_are_written_by_the_kernel(backend, monkeypatch):
+    """A month_day_nano_interval column, Spark's struct of its parts and fastavro's 12 bytes all
+    write Avro's duration (months, days, milliseconds: nanoseconds below the millisecond are
+    truncated) without the row path; a part no uint32 holds is the row writer's EncodeError."""
+    schema = record(("d", {"type": "fixed", "name": "Dur", "size": 12, "logicalType": "duration"}))
+    parts = [(1, 2, 3_999_999), (0, 0, 0), (2**31 - 1, 5, 2**40)]
+    expected = [struct_bytes(m, d, ns // 1_000_000) for m, d, ns in parts] + [None]
+    interval = pa.array([pa.MonthDayNano(p) for p in parts] + [None], pa.month_day_nano_interval())
+    spark_form = pa.array(
+        [dict(zip(("months", "days", "nanoseconds"), p)) for p in parts] + [None],
+        pa.struct([("months", pa.int32()), ("days", pa.int32()), ("nanoseconds", pa.int64())]),
+    )
+    raw = pa.array([e for e in expected], pa.binary(12))
+    enc = avro.Encoder(schema)
+    batches = [pa.record_batch({"d": column}) for column in (interval, spark_form, raw)]
+    for batch in batches:
+        assert row_path(enc, batch).to_pylist()[:3] == expected[:3]
+
+    def no_rows(*args, **kwargs):
+        raise AssertionError("the row path was taken")
+
+    monkeypatch.setattr(type(enc), "_encode_rows", no_rows)
+    for batch in batches:
+        assert enc.encode(batch).to_pylist()[:3] == expected[:3]
+        assert enc.encode(batch.slice(1)).to_pylist()[:2] == expected[1:3]
+    monkeypatch.undo()
+    negative = pa.record_batch({"d": pa.array([pa.MonthDayNano((0, -1, 0))], pa.month_day_nano_interval())})
+    with pytest.raises(EncodeError, match="row 0: R.d: .* is not a valid duration"):
+        enc.encode(negative)
+
+
+def struct_bytes(months: int, days: int, millis: int) -> bytes:
+    return months.to_bytes(4, "little") + days.to_bytes(4, "little") + millis.to_bytes(4, "little")

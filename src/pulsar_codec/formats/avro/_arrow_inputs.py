@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..._arrow import is_text_type
 from ...errors import EncodeError
@@ -218,3 +219,40 @@ def _within_precision(arr: pa.Array, precision: int) -> bool:
     if valid is not None:
         bad &= valid.astype(bool)
     return not bool(bad.any())
+
+
+_INTERVAL_PARTS = ("months", "days", "nanoseconds")
+
+
+def duration_bytes(arr: pa.Array) -> np.ndarray | None:
+    """The 12 bytes per element of an Avro ``duration`` (months, days, milliseconds as little-endian
+    uint32) from a month_day_nano_interval column, or Spark's form of it (a struct of months, days
+    and nanoseconds), as one uint8 array; None when ``arr`` is neither, or a valid element has a
+    part no uint32 holds or a null part (the row writer's EncodeError then)."""
+    t = arr.type
+    n = len(arr)
+    if pa.types.is_interval(t):
+        buf = arr.buffers()[1]
+        parts = np.frombuffer(buf, dtype=np.dtype([("m", "<i4"), ("d", "<i4"), ("ns", "<i8")]), count=arr.offset + n)
+        parts = parts[arr.offset :]
+        months, days, nanos = parts["m"].astype(np.int64), parts["d"].astype(np.int64), parts["ns"]
+    elif pa.types.is_struct(t) and [t.field(i).name for i in range(t.num_fields)] == list(_INTERVAL_PARTS):
+        children = [arr.field(i) for i in range(3)]
+        if not all(pa.types.is_integer(c.type) for c in children):
+            return None
+        valid = arr.is_valid()
+        if any(pc.any(pc.and_(valid, c.is_null())).as_py() for c in children):
+            return None  # a part missing where the duration is not null
+        months, days, nanos = (
+            np.asarray(c.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64) for c in children
+        )
+    else:
+        return None
+    millis = np.floor_divide(nanos, 1_000_000)
+    live = np.ones(n, dtype=bool) if arr.null_count == 0 else np.asarray(arr.is_valid().to_numpy(zero_copy_only=False))
+    for part in (months, days, millis):
+        if n and ((part[live] < 0).any() or (part[live] > 0xFFFFFFFF).any()):
+            return None
+    raw = np.zeros((n, 3), dtype="<u4")
+    raw[:, 0], raw[:, 1], raw[:, 2] = (np.where(live, p, 0) for p in (months, days, millis))
+    return raw.reshape(-1).view(np.uint8)

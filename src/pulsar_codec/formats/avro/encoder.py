@@ -8,8 +8,9 @@ Two paths, same bytes:
   by Arrow) and an encode kernel (``_avro_encode_c`` / ``_avro_encode_py``, the usual twins) writes
   every body into one buffer;
 - the row path, for Arrow/Avro pairings the binding does not cover (general unions over columns
-  that are not Arrow unions, durations, decimals that would lose digits, uint64, float16, struct
-  fields missing from the batch, int/float mismatches the row writer rejects): one closure per
+  that are not Arrow unions or Spark's struct of branches, durations a uint32 part cannot hold,
+  decimals that would lose digits, uint64, float16, struct fields missing from the batch,
+  int/float mismatches the row writer rejects): one closure per
   schema node over ``to_pylist`` values. Logical types are converted back to their Avro
   representation, dictionary (enum) values are written as symbol indexes, and a value for a union
   is written with the first branch whose type accepts it.
@@ -52,6 +53,7 @@ from ._arrow_inputs import (
     _Unbindable,
     _valid_times,
     _validity,
+    duration_bytes,
 )
 from ._arrow_unions import _pylist, _union_layout, spark_union, union_branches
 from ._rows import row_writer
@@ -219,7 +221,13 @@ class _Binder:
                     raise _Unbindable(path)
                 self.capacity += len(arr) * 16
                 return self.node(k.E_FIXED, path, valid=valid, data=raw, arg=16, arg2=16)
-            if node.logical not in (None, "uuid") or not pa.types.is_fixed_size_binary(t):
+            if node.logical == "duration" and not pa.types.is_fixed_size_binary(t):
+                raw = duration_bytes(arr)
+                if raw is None:  # not an interval, or a value the 12 bytes cannot hold: the row writer says
+                    raise _Unbindable(path)
+                self.capacity += len(arr) * 12
+                return self.node(k.E_FIXED, path, valid=valid, data=raw, arg=12, arg2=12)
+            if node.logical not in (None, "uuid", "duration") or not pa.types.is_fixed_size_binary(t):
                 raise _Unbindable(path)
             w = t.byte_width
             buf = arr.buffers()[1]
