@@ -520,5 +520,14 @@ def test_the_row_path_refuses_shapes_it_used_to_misread():
             encoder.encode(pa.RecordBatch.from_pydict(columns))
     entries = pa.array([[{"key": "k1", "value": "v1"}, {"key": "k0", "value": "v0"}]])
     as_map = pa.array([[("k1", "v1"), ("k0", "v0")]], pa.map_(pa.string(), pa.string()))
-    got = encoder.encode(pa.RecordBatch.from_pydict({"id": [1], "ms": entries})).to_pylist()
+    as_entries = pa.RecordBatch.from_pydict({"id": [1], "ms": entries})
+    got = encoder.encode(as_entries).to_pylist()
     assert got == encoder.encode(pa.RecordBatch.from_pydict({"id": [1], "ms": as_map})).to_pylist()
+    assert got == encoder._by_rows(as_entries).to_pylist()
+    written = _columnar.encode_columns(encoder.descriptor, _columns(as_entries), 1)  # by columns too
+    assert written.cast(pa.binary()).to_pylist() == got
+    holes = pa.array([[{"key": "k", "value": "v"}, None]], entries.type)
+    with pytest.raises(_columnar.Unsettled):
+        _columnar.encode_columns(encoder.descriptor, [("id", pa.array([1])), ("ms", holes)], 1)
+    with pytest.raises(EncodeError, match="row 0: d.M.ms: a map entry needs a key and a value, got None"):
+        encoder.encode(pa.RecordBatch.from_pydict({"id": [1], "ms": holes}))

@@ -447,15 +447,22 @@ class _Writer:
         return _joined(_scalar_fragments(field, items, field.number, implicit=False), counts)
 
     def _map(self, field: descriptor.FieldDescriptor, array: pa.Array) -> pa.Array:
-        if not pa.types.is_map(array.type):
-            raise Unsettled(f"{array.type} for a map field")
+        t = array.type
+        if pa.types.is_map(t):
+            key_child, value_child = array.keys, array.items
+        elif _entry_list(t):  # list<struct<key, value>>: how Parquet from other tools holds a map
+            key_child, value_child = array.values.field("key"), array.values.field("value")
+        else:
+            raise Unsettled(f"{t} for a map field")
         entry = field.message_type
         key_field, value_field = entry.fields_by_name["key"], entry.fields_by_name["value"]
         if not order_holds(field):
             raise Unsettled("the runtime orders this map's keys another way")
         counts, offsets, keep = self._elements(array)
-        keys = _keys_as_typed(key_field, _undictionary(self._child(array.keys, offsets, keep)))
-        values = self._child(array.items, offsets, keep)
+        if not pa.types.is_map(t) and self._child(array.values, offsets, keep).null_count:
+            raise Unsettled("a null entry in a list of map entries")
+        keys = _keys_as_typed(key_field, _undictionary(self._child(key_child, offsets, keep)))
+        values = self._child(value_child, offsets, keep)
         if values.null_count or keys.null_count:  # a null key: only a dictionary's null value makes one
             raise Unsettled("a null map value or key")
         rows = np.repeat(np.arange(len(array), dtype=np.int64), counts)
@@ -472,6 +479,14 @@ class _Writer:
             value_part = _scalar_fragments(value_field, values, 2, implicit=False)
         entries = _length_fragments(_tag(field.number, _LEN), _concat([key_part, value_part], len(keys)), None)
         return _joined(entries, counts)
+
+
+def _entry_list(t: pa.DataType) -> bool:
+    """Whether ``t`` is a list of ``{key, value}`` structs (a map as a list of its entries)."""
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t)) or not pa.types.is_struct(t.value_type):
+        return False
+    entry = t.value_type
+    return entry.num_fields == 2 and {entry.field(0).name, entry.field(1).name} == {"key", "value"}
 
 
 def _keys_as_typed(key_field: descriptor.FieldDescriptor, keys: pa.Array) -> pa.Array:
