@@ -531,3 +531,12 @@ def test_the_row_path_refuses_shapes_it_used_to_misread():
         _columnar.encode_columns(encoder.descriptor, [("id", pa.array([1])), ("ms", holes)], 1)
     with pytest.raises(EncodeError, match="row 0: d.M.ms: a map entry needs a key and a value, got None"):
         encoder.encode(pa.RecordBatch.from_pydict({"id": [1], "ms": holes}))
+
+
+def test_times_from_integer_nanoseconds():
+    """Timestamp and Duration from an integer column of nanoseconds, as the row path reads one."""
+    encoder = ProtobufEncoder(ALL)
+    nanos = [0, 1, -1, 1_500_000_000, -1_500_000_000, None, 2**63 - 1]
+    batch = pa.RecordBatch.from_pydict({"ts": pa.array(nanos, pa.int64()), "du": pa.array(nanos, pa.int64())})
+    written = _columnar.encode_columns(encoder.descriptor, _columns(batch), batch.num_rows)
+    assert written.cast(pa.binary()).to_pylist() == encoder._by_rows(batch).to_pylist()

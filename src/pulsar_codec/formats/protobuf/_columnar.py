@@ -390,13 +390,14 @@ class _Writer:
         return self.bodies(desc, columns, len(array))
 
     def _time_bodies(self, desc: descriptor.Descriptor, array: pa.Array) -> pa.Array:
-        """Timestamp / Duration bodies from an Arrow timestamp or duration column: seconds and
-        nanos as the row path takes them (nanos in [0, 1s), Duration's sharing the sign)."""
+        """Timestamp / Duration bodies from an Arrow timestamp or duration column, or integer
+        nanoseconds: seconds and nanos as the row path takes them (nanos in [0, 1s), Duration's
+        sharing the sign)."""
         t = array.type
-        if not (pa.types.is_timestamp(t) or pa.types.is_duration(t)):
+        if not (pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_integer(t)):
             raise Unsettled(f"{t} for {desc.full_name}")
         valid = _validity(array)
-        per_s = _UNIT_PER_S[t.unit]
+        per_s = _NS if pa.types.is_integer(t) else _UNIT_PER_S[t.unit]
         values = np.asarray(array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
         seconds = np.floor_divide(values, per_s)
         nanos = (values - seconds * per_s) * (_NS // per_s)
