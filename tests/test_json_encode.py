@@ -571,3 +571,99 @@ def test_errors_carry_the_batch_row_as_index_also_inside_lists_and_maps():
     with pytest.raises(EncodeError, match=r"T\.xs\[\]: row 1: null is not allowed") as exc:
         encoder.encode(pa.table({"xs": pa.array([[1.0], [None]], pa.list_(pa.float64()))}))
     assert exc.value.index == 1
+
+
+# -- probe26: a fuzz of the batch path against encode_value ------------------------------------------
+
+
+def _object(properties, required=()):
+    return {"type": "object", "properties": properties, "required": list(required)}
+
+
+def _both(encoder, table):
+    """The batch path's payloads, each checked against encode_value of the same row."""
+    out = encoder.encode(table).to_pylist()
+    for payload, row in zip(out, table.to_pylist()):
+        assert payload == encoder.encode_value(row)
+    return out
+
+
+def test_a_null_type_property_is_written_null_not_the_whole_row():
+    encoder = JsonEncoder(_object({"n": {"type": "null"}, "s": {"type": "string"}}, ["n", "s"]))
+    assert _both(encoder, pa.table({"n": pa.nulls(2), "s": ["a", "b"]})) == [
+        b'{"n":null,"s":"a"}',
+        b'{"n":null,"s":"b"}',
+    ]
+    nested = JsonEncoder(_object({"o": _object({"n": {"type": "null"}, "x": {"type": "number"}})}))
+    column = pa.array([{"n": None, "x": 1.5}], pa.struct([("n", pa.null()), ("x", pa.float64())]))
+    assert nested.encode(pa.table({"o": column})).to_pylist() == [b'{"o":{"n":null,"x":1.5}}']
+
+
+def test_keep_extra_text_must_be_an_object_of_other_members():
+    encoder = JsonEncoder(FORMAT.parse(_object({"a": {"type": "integer"}}), keep_extra=True))
+    assert encoder.encode(pa.table({"a": [1], "_extra": ['{"b":[1]}']})).to_pylist() == [b'{"a":1,"b":[1]}']
+    for text, match in (("[1,2]", "expected the JSON text of an object"), ('{"a":5}', r"members \['a'\] repeat")):
+        with pytest.raises(EncodeError, match=match) as raised:
+            encoder.encode(pa.table({"a": [1, 1], "_extra": ['{"b":2}', text]}))
+        assert raised.value.index == 1
+
+
+def test_nulls_among_a_dictionary_s_values_are_nulls():
+    values = pa.DictionaryArray.from_arrays(pa.array([1, 0], pa.int32()), pa.array([None, "a"]))
+    encoder = JsonEncoder(_object({"s": {"type": "string"}}, ["s"]))
+    with pytest.raises(EncodeError, match="row 1: null is not allowed here"):
+        encoder.encode(pa.table({"s": values}))
+    with pytest.raises(EncodeError, match="null is not allowed here"):
+        encoder.encode_value({"s": None})
+
+
+def test_a_struct_field_the_object_does_not_name_is_refused():
+    encoder = JsonEncoder(_object({"o": _object({"x": {"type": "integer"}})}))
+    with pytest.raises(EncodeError, match=r"\.o: the struct has field\(s\) \['y'\]"):
+        encoder.encode(pa.table({"o": [{"x": 1, "y": 2}]}))
+    twice = pa.StructArray.from_arrays([pa.array([1]), pa.array([2])], names=["x", "x"])
+    with pytest.raises(EncodeError, match=r"names field\(s\) \['x'\] twice"):
+        encoder.encode(pa.table({"o": twice}))
+
+
+def test_json_text_values_keep_their_numbers_and_members():
+    encoder = JsonEncoder(_object({"t": {}}))
+    texts = ["0.10000000000000000001", "1E5", "1e400", '{ "a" : 1, "a" : 2 }', "[1, -0, 2.50]"]
+    expected = [
+        b'{"t":0.10000000000000000001}',
+        b'{"t":1E5}',
+        b'{"t":1e400}',
+        b'{"t":{"a":1,"a":2}}',
+        b'{"t":[1,-0,2.50]}',
+    ]
+    assert _both(encoder, pa.table({"t": texts})) == expected
+    for bad in ("NaN", "[" * 5000 + "]" * 5000, '"\\ud800"'):
+        with pytest.raises(EncodeError, match="is not JSON text|lone surrogate"):
+            encoder.encode(pa.table({"t": [bad]}))
+
+
+def test_a_lone_surrogate_is_an_encode_error():
+    encoder = JsonEncoder(_object({"s": {"type": "string"}}))
+    with pytest.raises(EncodeError, match="lone surrogate"):
+        encoder.encode_value({"s": "\ud800"})
+
+
+def test_values_under_a_null_object_or_list_are_not_checked():
+    schema = _object({"o": {"type": ["object", "null"], "properties": {"x": {"type": "number"}}}})
+    hidden_nan = pa.StructArray.from_arrays([pa.array([math.nan, 1.0])], names=["x"], mask=pa.array([True, False]))
+    assert _both(JsonEncoder(schema), pa.table({"o": hidden_nan})) == [b'{"o":null}', b'{"o":{"x":1.0}}']
+    lists = _object({"l": {"type": ["array", "null"], "items": {"type": "number"}}})
+    spanning = pa.ListArray.from_arrays(
+        pa.array([0, 2, 3], pa.int32()), pa.array([math.nan, 2.0, 3.0]), mask=pa.array([True, False])
+    )
+    assert _both(JsonEncoder(lists), pa.table({"l": spanning})) == [b'{"l":null}', b'{"l":[3.0]}']
+
+
+def test_map_keys_that_are_not_text_are_refused_on_both_paths():
+    encoder = JsonEncoder(_object({"m": {"type": "object", "additionalProperties": {"type": "integer"}}}))
+    with pytest.raises(EncodeError, match="map keys of Arrow type int64 are not strings"):
+        encoder.encode(pa.table({"m": pa.array([[(1, 2)]], pa.map_(pa.int64(), pa.int64()))}))
+    with pytest.raises(EncodeError, match="map key 1 is not a string"):
+        encoder.encode_value({"m": [(1, 2)]})
+    with pytest.raises(EncodeError, match=r"m\{k\}: NaN|m\{k\}: .*not an integer"):
+        encoder.encode_value({"m": {"k": math.nan}})  # the value's own error, not "not a map"

@@ -284,20 +284,23 @@ def _fail_unmatched(text: pa.Array, pattern: str, path: str, what: str) -> None:
 
 
 def _key_text(keys: pa.Array, path: str) -> pa.Array:
-    """Map keys as strings: binary keys must be UTF-8 (JSON object names are text)."""
-    if pa.types.is_dictionary(keys.type):
+    """Map keys as strings: text, or binary that is UTF-8. Keys of another type (numbers, dates)
+    are refused, as the one-value path refuses them: a JSON object name is text, and a 1 written
+    as "1" would read back as another type."""
+    t = keys.type
+    if pa.types.is_dictionary(t):
         keys = keys.dictionary_decode()
-    try:
+        t = keys.type
+    if is_text_type(t):
         return keys.cast(pa.string())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass
+    if not (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t)):
+        raise EncodeError(f"{path}: map keys of Arrow type {t} are not strings (JSON object names are text)")
     for i, key in enumerate(keys.to_pylist()):
-        if isinstance(key, bytes):
-            try:
-                key.decode("utf-8")
-            except UnicodeDecodeError:
-                raise _RowError(path, i, f"map key {key[:40]!r} is not UTF-8 text") from None
-    raise EncodeError(f"{path}: map keys of Arrow type {keys.type} cannot be written as JSON object names")
+        try:
+            key.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _RowError(path, i, f"map key {key[:40]!r} is not UTF-8 text") from None
+    return keys.cast(pa.string())
 
 
 def _avro_number(shadow: av.Schema, arr: pa.Array, path: str) -> pa.Array:

@@ -61,17 +61,73 @@ def dumps_text(value: Any) -> str:
         NaN or an infinity, or a value JSON cannot hold.
     """
     try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise EncodeError(f"value cannot be written as JSON: {exc}") from None
+    return _utf8_ready(text)
+
+
+def _utf8_ready(text: str) -> str:
+    """``text``, refused when it holds a lone surrogate (no UTF-8 form: the payload could not be
+    written)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise EncodeError(f"value cannot be written as JSON: {exc.reason} at {exc.start} (a lone surrogate)") from None
+    return text
+
+
+class _NumberText(str):
+    """A JSON number as its text: written back as read, so no digit is lost to ``float``."""
+
+
+class _Members(list[tuple[str, Any]]):
+    """A JSON object's members in order, repeated names kept: written back as read."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _compact(text: str, path: str) -> str:
-    """A JSON-text value (the decoder's form for untyped schemas) re-written compactly."""
+    """A JSON-text value (the decoder's form for untyped schemas) re-written compactly: its
+    numbers, member order and repeated names as they are in the text (only the whitespace goes)."""
     try:
-        return dumps_text(json.loads(text))
-    except ValueError:
+        value = json.loads(
+            text,
+            parse_float=_NumberText,
+            parse_int=_NumberText,
+            parse_constant=_refuse_constant,
+            object_pairs_hook=_Members,
+        )
+        return _utf8_ready("".join(_text_parts(value, [])))
+    except (ValueError, RecursionError):
         raise EncodeError(f"{path}: {text[:40]!r} is not JSON text") from None
+
+
+def _text_parts(value: Any, out: list[str]) -> list[str]:
+    if isinstance(value, _NumberText):
+        out.append(str.__str__(value))
+    elif isinstance(value, str):
+        out.append(encode_basestring(value))
+    elif value is None:
+        out.append("null")
+    elif value is True or value is False:
+        out.append("true" if value else "false")
+    elif isinstance(value, _Members):
+        out.append("{")
+        for i, (name, item) in enumerate(value):
+            out.append(("," if i else "") + encode_basestring(name) + ":")
+            _text_parts(item, out)
+        out.append("}")
+    else:  # a list
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            _text_parts(item, out)
+        out.append("]")
+    return out
 
 
 def _utc_iso(v: datetime.datetime) -> str:
@@ -235,10 +291,17 @@ def _write(  # noqa: C901 - one case per op
         out.append("{")
         try:
             for j, (key, item) in enumerate(pairs):
+                if isinstance(key, (bytes, bytearray)):  # binary keys that are UTF-8, as the batch path takes them
+                    try:
+                        key = bytes(key).decode("utf-8")
+                    except UnicodeDecodeError:
+                        raise EncodeError(f"{path}{{}}: map key {bytes(key)[:40]!r} is not UTF-8 text") from None
                 if not isinstance(key, str):
                     raise EncodeError(f"{path}: map key {key!r} is not a string")
                 out.append(("," if j else "") + encode_basestring(key) + ":")
                 _write(program[1], value_shadow, item, out, f"{path}{{{key}}}", absent=absent)
+        except EncodeError:  # a key's or a value's own error (an EncodeError is a ValueError too)
+            raise
         except (TypeError, ValueError):
             raise EncodeError(f"{path}: {type(v).__name__} is not a map (a dict)") from None
         out.append("}")

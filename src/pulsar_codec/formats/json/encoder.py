@@ -33,6 +33,7 @@ one-value path (:meth:`JsonEncoder.encode_value`, and :func:`dumps_text`) is in 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring  # json.dumps' string escaper when ensure_ascii=False
 from typing import Any
@@ -114,20 +115,19 @@ class _Columns:
     def fragments(self, program: tuple[Any, ...], shadow: av.Schema, arr: pa.Array, path: str, live: Any) -> pa.Array:
         """Fragments of ``arr`` (null where ``arr`` is null; the caller decides whether that is allowed)."""
         op = program[0]
+        arr = _plain(arr)
         t = arr.type
+        if op == J_NULL:  # the property's one value, whatever column holds it (the decoder's is null-typed)
+            return pa.array(["null"] * len(arr), _LS)
         if pa.types.is_null(t) and op != J_NULLABLE:  # an all-null column of no type
             return pa.nulls(len(arr), _LS)
-        if pa.types.is_dictionary(t) and op not in (J_ENUM, J_STRING):
-            arr = arr.dictionary_decode()
-            t = arr.type
         if op == J_NULLABLE:
             inner = shadow.branches[1] if isinstance(shadow, av.Union) else shadow
             return pc.fill_null(self.fragments(program[1], inner, arr, path, live), _NULL_TEXT)
-        if op == J_NULL:
-            return pa.array(["null"] * len(arr), _LS)
         if op == J_OBJECT:
             if not pa.types.is_struct(t):
                 raise EncodeError(f"{path}: an Arrow {t} column cannot be written as a JSON object")
+            self.refuse_unnamed(program, t, path)
             valid = arr.is_valid()
             here = valid if live is None else pc.and_(valid, live)
             body = self.object(program, shadow, lambda name: _child(arr, name), len(arr), path, here)
@@ -136,6 +136,7 @@ class _Columns:
             if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)):
                 raise EncodeError(f"{path}: an Arrow {t} column cannot be written as a JSON array")
             items, offsets = _list_parts(arr)
+            items = _plain(items)
             item_program = program[1]
             item_shadow = shadow.items if isinstance(shadow, av.Array) else shadow
             try:
@@ -152,7 +153,7 @@ class _Columns:
             items, offsets = _list_parts(arr)
             value_program = program[1]
             value_shadow = shadow.values if isinstance(shadow, av.Map) else shadow
-            keys, values = items.field(0), items.field(1)
+            keys, values = items.field(0), _plain(items.field(1))
             try:
                 frags = self.fragments(value_program, value_shadow, values, f"{path}{{}}", None)
                 if not self.nulls_ok(value_program):
@@ -205,6 +206,20 @@ class _Columns:
             return self.text(arr, path)
         raise EncodeError(f"{path}: unknown program op {op}")  # pragma: no cover - mapping makes only the above
 
+    def refuse_unnamed(self, program: tuple[Any, ...], t: pa.DataType, path: str) -> None:
+        """A struct field the object has no property for would be dropped without a word: refused,
+        as a top-level column is (the ``keep_extra`` column is one the object takes)."""
+        taken = {name for name, _, _ in program[1]}
+        if program[2] and self.extra_column is not None:
+            taken.add(self.extra_column)
+        names = [t.field(i).name for i in range(t.num_fields)]
+        extra = [name for name in names if name not in taken]
+        if extra:
+            raise EncodeError(f"{path}: the struct has field(s) {extra} that the object has no property for")
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise EncodeError(f"{path}: the struct names field(s) {twice} twice")
+
     def text(self, arr: pa.Array, path: str) -> pa.Array:
         """A JSON-text column (string) compacted; any other column written as its Python values."""
         t = arr.type
@@ -233,6 +248,8 @@ class _Columns:
         members: list[_Member] = []
         for i, (name, child, missing) in enumerate(fields):
             arr = column(name)
+            if arr is not None:
+                arr = _plain(arr)
             if arr is None:
                 if missing is None:
                     raise EncodeError(f"{path}: the batch has no column for required property {name!r}")
@@ -249,9 +266,28 @@ class _Columns:
             extra = column(self.extra_column)
             if extra is not None and extra.null_count < len(extra):
                 texts = self.text(extra, f"{path}.{self.extra_column}")
+                _check_extra_objects(texts, {name for name, _, _ in fields}, f"{path}.{self.extra_column}")
                 inner = pc.utf8_slice_codeunits(texts, 1, -1)  # the members of the object text
                 members.append(("", inner, pc.fill_null(pc.equal(inner, ""), True)))
         return _join("{", _members(members, n), "}")
+
+
+def _plain(arr: pa.Array) -> pa.Array:
+    """A dictionary column as its values, so nulls among the dictionary's values count as nulls."""
+    return _plain(arr.dictionary_decode()) if pa.types.is_dictionary(arr.type) else arr
+
+
+def _check_extra_objects(texts: pa.Array, named: set[str], path: str) -> None:
+    """The ``keep_extra`` texts must be JSON objects whose members the schema does not name: the
+    members are written into the object beside its properties."""
+    for i, text in enumerate(texts.to_pylist()):
+        if text is None:
+            continue
+        if not text.startswith("{"):
+            raise _RowError(path, i, "expected the JSON text of an object")
+        repeated = sorted(named.intersection(json.loads(text)))
+        if repeated:
+            raise _RowError(path, i, f"members {repeated} repeat properties of the object")
 
 
 _Member = tuple[str, pa.Array, Any]
@@ -285,8 +321,15 @@ def _branch(shadow: av.Schema) -> av.Schema:
 
 
 def _child(arr: pa.StructArray, name: str) -> pa.Array | None:
+    """Property ``name``'s column, null where the object is (a null object's slot holds no value,
+    so nothing checks it)."""
     index = arr.type.get_field_index(name)
-    return None if index < 0 else arr.field(index)
+    if index < 0:
+        return None
+    if arr.null_count:  # flatten() merges the object's nulls into its children, of any type
+        flat: pa.Array = arr.flatten()[index]
+        return flat
+    return arr.field(index)
 
 
 def _list_parts(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
@@ -299,7 +342,15 @@ def _list_parts(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
     offsets = np.asarray(arr.offsets.to_numpy(), dtype=np.int64)
     start = int(offsets[0]) if len(offsets) else 0
     end = int(offsets[-1]) if len(offsets) else 0
-    return arr.values.slice(start, end - start), pa.array(offsets - start)
+    values = arr.values.slice(start, end - start)
+    if arr.null_count:  # a null slot's items are no values: left out, so nothing checks them
+        valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        lengths = np.diff(offsets)
+        keep = np.repeat(valid, lengths)
+        if not keep.all():
+            values = values.filter(pa.array(keep))
+            offsets = np.concatenate([[start], start + np.cumsum(np.where(valid, lengths, 0))])
+    return values, pa.array(offsets - start)
 
 
 class JsonEncoder:
@@ -438,10 +489,22 @@ class JsonEncoder:
             The value does not fit the schema (the message names the property path).
         """
         out: list[str] = []
-        _write(
-            self._program, self._shadow, value, out, self._top, self.mapping.extra_column, self.mapping.absent_if_null
-        )
-        return "".join(out).encode("utf-8")
+        try:
+            _write(
+                self._program,
+                self._shadow,
+                value,
+                out,
+                self._top,
+                self.mapping.extra_column,
+                self.mapping.absent_if_null,
+            )
+        except RecursionError:
+            raise EncodeError(f"{self._top}: the value nests deeper than it can be written") from None
+        try:
+            return "".join(out).encode("utf-8")
+        except UnicodeEncodeError as exc:  # a str with a lone surrogate: no UTF-8 form
+            raise EncodeError(f"{self._top}: a string holds a lone surrogate ({exc.reason})") from None
 
     def __repr__(self) -> str:
         return f"JsonEncoder({self.model!r})"
