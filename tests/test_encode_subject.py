@@ -5,13 +5,14 @@ named after the subject's record."""
 from __future__ import annotations
 
 import json
+import pickle
 
 import pyarrow as pa
 import pytest
 
 import pulsar_codec as pc
 from pulsar_codec.errors import EncodeError, IncompatibleSchemaError, SchemaNotFoundError
-from pulsar_codec.pipeline import MessageEncoder
+from pulsar_codec.pipeline import Encoded, MessageEncoder
 from pulsar_codec.registry import LocalRegistry
 from test_serde import USER, ck_client, ck_deserializer, ck_serializer, ctx, reg, server, user  # noqa: F401
 
@@ -181,3 +182,46 @@ def test_derived_json_schema_keeps_the_subject_s_optional_properties(backend, re
     assert reg.list_versions("events-value") == [1]
     latest = json.loads(reg.get_latest("events-value").schema)
     assert latest["properties"]["id"]["type"] == ["integer", "null"] and "id" not in latest.get("required", [])
+
+
+@pytest.mark.parametrize("fmt", ["AVRO", "JSON", "PROTOBUF"])
+def test_on_error_null_steps_around_rows_that_cannot_be_encoded(backend, fmt):
+    """One row that does not fit the schema costs that row, not the batch: a null message and an
+    errors row (index, the EncodeError's text counted in the batch); the other rows are the bytes a
+    batch without it gives."""
+    schemas = {
+        "AVRO": {"type": "record", "name": "R", "fields": [{"name": "n", "type": "int"}]},
+        "JSON": {"type": "object", "properties": {"n": {"type": "string", "format": "date"}}},
+        "PROTOBUF": 'syntax = "proto3"; package p; message R { int32 n = 1; }',
+    }
+    schema = schemas[fmt]
+    if fmt == "JSON":  # a date that is no date: a row's error
+        values = ["2024-01-01", "yesterday", "2024-01-03", "soon", "never"] + [f"2024-02-{d:02}" for d in range(1, 29)]
+        fits = [v.startswith("2024") for v in values]
+        column = pa.array(values)
+    else:  # a number past int32
+        values = [1, 2**40, 3, 2**40, 2**40, 6] + list(range(7, 200))
+        fits = [v < 2**31 for v in values]
+        column = pa.array(values, pa.int64())
+    batch = pa.table({"n": column})
+    encoder = MessageEncoder({}, "r-value", schema=schema, format=fmt, schema_id=1, on_error="null")
+    out = encoder.encode(batch)
+    assert isinstance(out, Encoded)
+    messages, errors = out
+    assert errors.column("index").to_pylist() == [1, 3, 4]
+    assert all(f"row {i}" in m for i, m in zip([1, 3, 4], errors.column("message").to_pylist()))
+    good = column.filter(pa.array(fits))
+    expected = MessageEncoder({}, "r-value", schema=schema, format=fmt, schema_id=1).encode(pa.table({"n": good}))
+    assert [m for m in messages.to_pylist() if m is not None] == expected.to_pylist()
+    assert [i for i, m in enumerate(messages.to_pylist()) if m is None] == [1, 3, 4]
+    with pytest.raises(EncodeError, match="row 1"):
+        MessageEncoder({}, "r-value", schema=schema, format=fmt, schema_id=1).encode(batch)
+    # a batch the schema cannot take at all raises either way
+    with pytest.raises(EncodeError):
+        encoder.encode(pa.table({"n": [1], "zzz": [2]}))
+    assert pickle.loads(pickle.dumps(encoder)).on_error == "null"
+
+
+def test_on_error_checks_its_value():
+    with pytest.raises(ValueError, match="on_error"):
+        MessageEncoder({}, "s", on_error="skip")

@@ -303,7 +303,6 @@ def test_null_struct_rows_are_null_payloads_and_the_rest_written_by_columns():
     [
         ({"i32": pa.array([2**31], pa.int64())}, "a value out of the int32 range"),
         ({"u32": pa.array([-1], pa.int64())}, "a negative uint32"),
-        ({"nope": pa.array([1])}, "a column the message does not name"),
         ({"s": pa.array([b"x"], pa.binary())}, "binary for a string field"),
         ({"color": pa.array(["PURPLE"])}, "an unknown enum name"),
         ({"p_n": pa.array([1]), "p_s": pa.array(["x"])}, "two members of a oneof without a case"),
@@ -540,3 +539,17 @@ def test_times_from_integer_nanoseconds():
     batch = pa.RecordBatch.from_pydict({"ts": pa.array(nanos, pa.int64()), "du": pa.array(nanos, pa.int64())})
     written = _columnar.encode_columns(encoder.descriptor, _columns(batch), batch.num_rows)
     assert written.cast(pa.binary()).to_pylist() == encoder._by_rows(batch).to_pylist()
+
+
+def test_a_column_the_message_does_not_name_refuses_the_batch():
+    """Not one row's error: the whole batch's shape, raised without a row index (also with
+    on_error="null", which steps around rows only)."""
+    encoder = ProtobufEncoder(ALL)
+    batch = pa.RecordBatch.from_pydict({"i32": [1, 2], "nope": [1, 2]})
+    with pytest.raises(_columnar.Unsettled):
+        _columnar.encode_columns(encoder.descriptor, _columns(batch), batch.num_rows)
+    with pytest.raises(
+        EncodeError, match=r"the batch has column\(s\) \['nope'\] that h.All has no field for"
+    ) as raised:
+        encoder.encode(batch)
+    assert raised.value.index is None

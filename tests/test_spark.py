@@ -453,6 +453,25 @@ def test_a_topic_read_with_spark_writes_back_as_it_was(spark, tmp_path):
     reg.close()
 
 
+def test_encode_on_error_null_keeps_the_job_going(spark, tmp_path):
+    """A value that does not fit the schema costs its row, not the job: a null message and its
+    EncodeError's text in encode_error; null structs stay null messages without an error."""
+    reg = LocalRegistry(tmp_path / "oe.db")
+    schema = {"type": "record", "name": "R", "fields": [{"name": "n", "type": "int"}]}
+    df = spark.createDataFrame([(1, 5), (2, 2**40), (3, None), (4, 7)], "k int, n long").select(
+        "k", F.when(F.col("n").isNotNull(), F.struct("n")).alias("rec")
+    )
+    out = pcs.encode(df, "rec", registry=reg, subject="oe-value", schema=json.dumps(schema), on_error="null")
+    assert out.columns == ["k", "rec", "value", "encode_error"]
+    rows = {r["k"]: r for r in out.collect()}
+    assert rows[2]["value"] is None and "2" in rows[2]["encode_error"] and "int" in rows[2]["encode_error"]
+    assert rows[3]["value"] is None and rows[3]["encode_error"] is None  # a null struct: a null message
+    assert all(rows[k]["value"] is not None and rows[k]["encode_error"] is None for k in (1, 4))
+    with pytest.raises(PythonException, match="EncodeError"):
+        pcs.encode(df, "rec", registry=reg, subject="oe-value", schema=json.dumps(schema)).collect()
+    reg.close()
+
+
 def test_encode_round_trip(spark, tmp_path, backend):
     reg = LocalRegistry(tmp_path / "enc.db")
     schema = T.StructType(

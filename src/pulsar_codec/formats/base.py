@@ -18,6 +18,8 @@ from .._kernels import _backend
 from ..errors import error_for
 
 __all__ = [
+    "Encoded",
+    "ENCODE_ERRORS_SCHEMA",
     "Decoded",
     "DecodePlan",
     "PayloadEncoder",
@@ -237,6 +239,29 @@ def check_on_error(on_error: str) -> bool:
     if on_error not in ("raise", "null"):
         raise ValueError(f"on_error must be 'raise' or 'null', got {on_error!r}")
     return on_error == "null"
+
+
+class Encoded(NamedTuple):
+    """Result of an encode with ``on_error="null"``.
+
+    Attributes
+    ----------
+    messages : pa.Array
+        One message per input row; a row that could not be encoded is a null (as a null message,
+        a tombstone, is: ``errors`` tells them apart).
+    errors : pa.Table
+        One row per row that could not be encoded: ``index`` (int64, row in the input) and
+        ``message`` (string, the text the EncodeError would have had).
+    """
+
+    messages: pa.Array
+    errors: pa.Table
+
+
+ENCODE_ERRORS_SCHEMA = pa.schema(
+    [pa.field("index", pa.int64(), nullable=False), pa.field("message", pa.string(), nullable=False)]
+)
+"""The ``errors`` table of :class:`Encoded`."""
 
 
 _ERRORS_SCHEMA = pa.schema(

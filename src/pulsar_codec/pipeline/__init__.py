@@ -23,11 +23,11 @@ from typing import Any
 import pyarrow as pa
 
 from .. import wire
-from ..formats.base import Decoded, check_on_error
+from ..formats.base import Decoded, Encoded, check_on_error
 from .decoder import MessageDecoder
 from .encoder import MessageEncoder
 
-__all__ = ["Decoded", "MessageDecoder", "MessageEncoder", "decode", "encode"]
+__all__ = ["Decoded", "Encoded", "MessageDecoder", "MessageEncoder", "decode", "encode"]
 
 
 # -- the module functions ------------------------------------------------------------------------------
@@ -140,7 +140,8 @@ def encode(
     auto_register: bool = True,
     format: str | None = None,
     message: str | None = None,
-) -> pa.Array:
+    on_error: str = "raise",
+) -> pa.Array | Encoded:
     """Encode Arrow rows as framed messages; the reverse of :func:`decode`.
 
     The same as ``MessageEncoder(registry, subject, ...).encode(batch)`` (see
@@ -151,11 +152,12 @@ def encode(
     Mapping registry) unless ``auto_register=False``, which only looks its id up. ``format`` is
     the payload format (``"AVRO"`` by default, ``"JSON"``, ``"PROTOBUF"``; ``message`` the Protobuf
     message written). ``protocol`` defaults to Confluent's prefix, with the message-index path of the
-    written message for Protobuf.
+    written message for Protobuf. ``on_error="null"`` makes a row that cannot be encoded a null
+    message and returns :class:`Encoded` ``(messages, errors)``.
 
     Returns
     -------
-    pa.BinaryArray
+    pa.BinaryArray, or Encoded with ``on_error="null"``
         One framed message per row.
     """
     encoder = MessageEncoder(
@@ -168,5 +170,6 @@ def encode(
         auto_register=auto_register,
         format=format,
         message=message,
+        on_error=on_error,
     )
     return encoder.encode(batch)

@@ -3,6 +3,7 @@ under a subject the way confluent-kafka's serializers do."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -11,15 +12,19 @@ import numpy as np
 import pyarrow as pa
 
 from .. import wire
-from .._arrow import as_table_like
+from .._arrow import as_table_like, walk_bad_rows
 from .._cache import LRU
 from ..errors import EncodeError, SchemaError, SchemaNotFoundError
 from ..formats import DEFAULT_FORMAT, get_format
-from ..formats.base import PayloadEncoder
+from ..formats.base import ENCODE_ERRORS_SCHEMA, Encoded, PayloadEncoder, check_on_error
 from ..registry.lookup import RegistrySource, fetch_schema, portable
 from ._common import DEFAULT_CACHE_SIZE, ParsedSchema, SubjectShape, latest_version, lookup_id
 
 __all__ = ["MessageEncoder"]
+
+
+_ROW = re.compile(r"\brow \d+:")
+"""The row an EncodeError's text names (``row 3:``)."""
 
 
 class MessageEncoder:
@@ -56,6 +61,12 @@ class MessageEncoder:
         subject does not hold raises :class:`~pulsar_codec.errors.SchemaNotFoundError`.
     message : str, optional
         Protobuf: the full name of the message type written (default: the schema's first message).
+    on_error : {"raise", "null"}
+        ``"raise"``: the first row that cannot be encoded raises its
+        :class:`~pulsar_codec.errors.EncodeError`. ``"null"``: that row's message is a null and
+        :meth:`encode` returns :class:`~pulsar_codec.formats.base.Encoded` ``(messages, errors)``
+        (``errors``: ``index``, ``message``), so one bad row does not cost the batch. A batch the
+        schema cannot take at all (a column it has no field for) raises either way.
 
     A writer schema derived from Arrow is a record named after the subject: the full name of the
     subject's latest record when the subject has one (so a new version stays compatible), else the
@@ -83,7 +94,10 @@ class MessageEncoder:
         use_latest: bool = False,
         auto_register: bool = True,
         message: str | None = None,
+        on_error: str = "raise",
     ) -> None:
+        self.on_error = on_error
+        self._keep_going = check_on_error(on_error)
         given = [n for n, v in (("schema", schema), ("schema_id", schema_id)) if v is not None]
         if use_latest and given:
             raise ValueError(f"use_latest=True takes the subject's latest version; do not pass {given[0]}=")
@@ -302,7 +316,7 @@ class MessageEncoder:
             return schema_id
         raise TypeError("registry must have a register(subject, schema) method or be a mutable mapping")
 
-    def encode_payloads(self, batch: Any) -> tuple[Any, pa.Array]:
+    def encode_payloads(self, batch: Any) -> tuple[Any, pa.Array | Encoded]:
         """Encode every row without a wire prefix.
 
         Parameters
@@ -312,7 +326,8 @@ class MessageEncoder:
         Returns
         -------
         (schema id, pa.BinaryArray)
-            The id the payloads were written under, and one payload per row.
+            The id the payloads were written under, and one payload per row (with
+            ``on_error="null"``, an :class:`~pulsar_codec.formats.base.Encoded` of them).
 
         Raises
         ------
@@ -323,9 +338,42 @@ class MessageEncoder:
         writer = self._writer(data)
         schema_id = self._id_for(writer)
         encoder = self._encoders.get_or_make(writer.key, lambda: self._payload_encoder(writer))
-        return schema_id, encoder.encode(data)
+        payloads, errors = self._rows(encoder, data)
+        return schema_id, payloads if errors is None else Encoded(payloads, errors)
 
-    def encode(self, batch: Any) -> pa.Array:
+    def _rows(self, encoder: PayloadEncoder, data: Any) -> tuple[pa.Array, pa.Table | None]:
+        """The payloads of ``data``'s rows; with ``on_error="null"`` a row that cannot be encoded is
+        a null and one row of the errors table (else None). A refusal of the whole batch (a column
+        the schema has no field for: an EncodeError without ``index``) raises either way."""
+        if not self._keep_going:
+            return encoder.encode(data), None
+        pieces: list[pa.Array] = []
+        errors: list[tuple[int, str]] = []
+
+        def attempt(lo: int, hi: int) -> int | None:
+            try:
+                pieces.append(encoder.encode(data.slice(lo, hi - lo)).cast(pa.binary()))
+                return None
+            except EncodeError as exc:
+                if exc.index is None:
+                    raise
+                bad = exc.index
+                if bad:
+                    pieces.append(encoder.encode(data.slice(lo, bad)).cast(pa.binary()))
+                pieces.append(pa.nulls(1, pa.binary()))
+                # the text counts the row in the slice: counted in the batch here
+                errors.append((lo + bad, _ROW.sub(f"row {lo + bad}:", str(exc), count=1)))
+                return int(bad)
+
+        walk_bad_rows(data.num_rows, attempt)
+        payloads = pa.concat_arrays(pieces) if pieces else pa.array([], pa.binary())
+        table = pa.Table.from_arrays(
+            [pa.array([i for i, _ in errors], pa.int64()), pa.array([m for _, m in errors], pa.string())],
+            schema=ENCODE_ERRORS_SCHEMA,
+        )
+        return payloads, table
+
+    def encode(self, batch: Any) -> pa.Array | Encoded:
         """Encode every row as a framed message (``protocol`` prefix + payload).
 
         Parameters
@@ -334,17 +382,18 @@ class MessageEncoder:
 
         Returns
         -------
-        pa.BinaryArray
+        pa.BinaryArray, or Encoded with ``on_error="null"``
             One framed message per row (a null where the row is a null message).
         """
         data = as_table_like(batch)
         writer = self._writer(data)
         schema_id = self._id_for(writer)
         encoder = self._encoders.get_or_make(writer.key, lambda: self._payload_encoder(writer))
-        payloads = encoder.encode(data)
+        payloads, errors = self._rows(encoder, data)
         if isinstance(schema_id, (int, np.integer)):
             schema_id = int(schema_id)
-        return self._frame(payloads, schema_id, writer)
+        framed = self._frame(payloads, schema_id, writer)
+        return framed if errors is None else Encoded(framed, errors)
 
     def __getstate__(self) -> dict[str, Any]:
         schema = self.schema
@@ -360,6 +409,7 @@ class MessageEncoder:
             "use_latest": self.use_latest,
             "auto_register": self.auto_register,
             "message": self.message,
+            "on_error": self.on_error,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -197,6 +197,15 @@ class ProtobufEncoder:
             names the field path and the row).
         """
         data, arrays, as_struct = self._columns_of(batch)
+        names = (
+            [data.schema.field(0).type.field(i).name for i in range(data.schema.field(0).type.num_fields)]
+            if as_struct
+            else data.schema.names
+        )
+        plan = self._plan(self.descriptor)
+        extra = [name for name in names if name not in plan.fields and name not in plan.cases]
+        if extra:  # the whole batch's shape, not one row's: no row index
+            raise EncodeError(f"the batch has column(s) {extra} that {self.descriptor.full_name} has no field for")
         if as_struct:
             column = arrays[0]
             fields = [(column.type.field(i).name, column.field(i)) for i in range(column.type.num_fields)]

@@ -17,6 +17,7 @@ import pyarrow as pa
 from ... import wire
 from ..._kernels import _backend
 from ...formats import get_format
+from ...formats.base import Encoded, check_on_error
 from ...pipeline import MessageEncoder
 from ...pipeline._common import SubjectShape, latest_version
 from ...registry.lookup import RegistrySource
@@ -24,7 +25,10 @@ from .batches import replace_columns
 from .decode import check_protocol
 from .executor import shared_encoder, use_backend
 
-__all__ = ["EncodeJob", "encode"]
+__all__ = ["ENCODE_ERROR", "EncodeJob", "encode"]
+
+ENCODE_ERROR = "encode_error"
+"""The column ``encode(on_error="null")`` adds: the EncodeError text of a row it could not encode."""
 
 
 @dataclass(frozen=True)
@@ -66,11 +70,21 @@ class EncodeJob:
             body_batch = pa.RecordBatch.from_struct_array(rows)
         else:
             body_batch = pa.RecordBatch.from_arrays([rows], ["value"])
-        framed = encoder.encode(body_batch).cast(pa.binary())
+        result = encoder.encode(body_batch)
+        errors = None
+        if isinstance(result, Encoded):  # on_error="null": a row that could not be encoded is a null
+            result, errors = result.messages, result.errors
+        framed = result.cast(pa.binary())
+        columns = {self.output: framed}
+        if errors is not None:
+            texts: list[str | None] = [None] * len(framed)
+            for index, message in zip(errors.column("index").to_pylist(), errors.column("message").to_pylist()):
+                texts[index] = message
+            columns[ENCODE_ERROR] = pa.array(texts, pa.string())
         if not every:
-            positions = np.cumsum(valid) - 1
-            framed = framed.take(pa.array(positions, pa.int64(), mask=~valid))
-        return replace_columns(batch, {self.output: framed})
+            positions = pa.array(np.cumsum(valid) - 1, pa.int64(), mask=~valid)
+            columns = {name: column.take(positions) for name, column in columns.items()}
+        return replace_columns(batch, columns)
 
 
 def _body_schema(spark_type: Any) -> tuple[Any, bool]:
@@ -116,6 +130,7 @@ def encode(
     format: str | None = None,
     message: str | None = None,
     use_latest: bool = False,
+    on_error: str = "raise",
 ) -> Any:
     """Encode a struct column (or any column) into framed messages (Avro, or JSON with ``format="JSON"``).
 
@@ -149,6 +164,10 @@ def encode(
         ``use.latest.version``): what writes a topic read with :func:`decode` back under its own
         subject, enums, fixed and unions included; without ``format``, the version's own format
         (its registry ``schemaType``). Not with ``schema``.
+    on_error : {"raise", "null"}
+        ``"raise"``: a value that does not fit the schema fails the task (and the job).
+        ``"null"``: its row's ``output`` is null and a string column ``encode_error`` holds the
+        EncodeError's text (null for the rows written), so one bad row does not cost the job.
 
     Returns
     -------
@@ -160,8 +179,9 @@ def encode(
     EncodeError
         (in the job) a value that does not fit the schema.
     """
-    from pyspark.sql.types import BinaryType, StructField, StructType
+    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
+    check_on_error(on_error)
     if use_latest and schema is not None:
         raise ValueError("use_latest=True writes with the subject's latest version; do not pass schema=")
     body, is_struct = _body_schema(df.schema[column].dataType)
@@ -190,9 +210,13 @@ def encode(
     finally:
         if client is not registry and hasattr(client, "close"):  # built here from a URL, path or config
             client.close()
-    encoder = MessageEncoder({}, subject, schema_id=schema_id, **options)
-    keep = [f for f in df.schema.fields if f.name != output]
-    out_schema = StructType(keep + [StructField(output, BinaryType(), True)])
+    encoder = MessageEncoder({}, subject, schema_id=schema_id, on_error=on_error, **options)
+    added = [StructField(output, BinaryType(), True)]
+    if on_error == "null":
+        added.append(StructField(ENCODE_ERROR, StringType(), True))
+    keep = [f for f in df.schema.fields if f.name not in {a.name for a in added}]
+    out_schema = StructType(keep + added)
     key = text if isinstance(text, str) else get_format(format).schema_key(text)
-    job = EncodeJob(encoder, (key, schema_id, wire_protocol.name, message), column, output, _backend.active().name)
+    cache_key = (key, schema_id, wire_protocol.name, message, on_error)
+    job = EncodeJob(encoder, cache_key, column, output, _backend.active().name)
     return df.mapInArrow(job, out_schema)
