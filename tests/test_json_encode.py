@@ -667,3 +667,12 @@ def test_map_keys_that_are_not_text_are_refused_on_both_paths():
         encoder.encode_value({"m": [(1, 2)]})
     with pytest.raises(EncodeError, match=r"m\{k\}: NaN|m\{k\}: .*not an integer"):
         encoder.encode_value({"m": {"k": math.nan}})  # the value's own error, not "not a map"
+
+
+def test_the_batch_s_first_bad_row_is_the_one_named():
+    """Columns are checked one after the other; the error names the batch's first bad row, in
+    whichever column it is, as encoding row by row would."""
+    encoder = JsonEncoder(_object({"a": {"type": "number"}, "b": {"type": "number"}}))
+    with pytest.raises(EncodeError, match=r"\.b: row 0: NaN") as raised:
+        encoder.encode(pa.table({"a": [1.0, math.nan], "b": [math.nan, 1.0]}))
+    assert raised.value.index == 0

@@ -403,7 +403,12 @@ class JsonEncoder:
         try:
             return self._encode(data)
         except _RowError as exc:
-            raise exc.encode_error() from None
+            error = exc.encode_error()
+        # the columns are checked one after the other: an earlier row may be bad in a later
+        # column, and the batch's first bad row is the one to name (as a row-by-row encode would)
+        if error.index:
+            self.encode(data.slice(0, error.index))
+        raise error
 
     def _encode(self, data: pa.Table | pa.RecordBatch) -> pa.Array:
         n = data.num_rows
