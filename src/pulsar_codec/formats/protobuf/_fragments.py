@@ -12,20 +12,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..._kernels.protobuf_py import _varint_bytes  # the pure kernel's writer of one varint
+
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 _U7 = np.uint64(7)
 _LOW7 = np.uint64(0x7F)
 _TOP = np.uint64(0x80)
 _EMPTY = pa.scalar(b"", pa.large_binary())
-
-
-def _varint_bytes(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _tag(number: int, wire: int) -> bytes:
