@@ -172,6 +172,48 @@ def test_latest_writer_is_the_subject_s_latest_version(backend, reg):  # noqa: F
     assert schema_id == first and model.fullname == "ex.User"
 
 
+JSON_ORDER = {
+    "type": "object",
+    "properties": {"id": {"type": "integer"}, "note": {"type": "string"}},
+    "required": ["id"],
+}
+
+
+def test_without_format_the_subject_s_format_is_written(backend, reg):  # noqa: F811
+    """No ``format=``: the encoder writes what the subject holds (its latest version's schemaType),
+    for use_latest, schema_id and a derived schema alike; Avro for a subject with no versions."""
+    schema_id = reg.register("orders-value", json.dumps(JSON_ORDER), schema_type="JSON")
+    batch = pa.table({"id": [1, 2], "note": [None, "x"]})
+    latest = pc.encode(batch, reg, "orders-value", use_latest=True)
+    # the JSON row writer, with the version's rules: "note" refuses null, so a null note is left out
+    assert [m[5:] for m in latest.to_pylist()] == [b'{"id":1}', b'{"id":2,"note":"x"}']
+    assert {int.from_bytes(m[1:5], "big") for m in latest.to_pylist()} == {schema_id}
+    assert MessageEncoder(reg, "orders-value", schema_id=schema_id).format == "JSON"
+    derived = MessageEncoder(reg, "orders-value")
+    assert derived.format == "JSON"
+    written = derived.encode(batch)
+    assert pc.decode(written, reg).to_pylist() == [{"id": 1, "note": None}, {"id": 2, "note": "x"}]
+    assert reg.get_latest("orders-value").schema_type == "JSON"
+    assert MessageEncoder(reg, "new-value").format == "AVRO"
+    assert MessageEncoder({}, "orders-value").format == "AVRO"  # a Mapping lists no subjects
+    # a format given is the format written: into a JSON subject, an Avro version is refused
+    with pytest.raises(IncompatibleSchemaError, match="SCHEMA_TYPE_MISMATCH"):
+        pc.encode(batch, reg, "orders-value", format="AVRO")
+
+
+def test_a_pickled_encoder_keeps_the_format_it_found(backend, tmp_path):
+    """The format found in the registry travels with the encoder's configuration."""
+    path = str(tmp_path / "registry.db")
+    registry = LocalRegistry(path)
+    try:
+        registry.register("orders-value", json.dumps(JSON_ORDER), schema_type="JSON")
+        encoder = pickle.loads(pickle.dumps(MessageEncoder(path, "orders-value")))
+        assert encoder.format == "JSON"
+        assert encoder.encode(pa.table({"id": [7]})).to_pylist()[0][5:] == b'{"id":7}'
+    finally:
+        registry.close()
+
+
 def test_derived_json_schema_keeps_the_subject_s_optional_properties(backend, reg):  # noqa: F811
     """JSON: a property the latest version leaves optional stays optional in a derived version,
     so a batch whose Arrow schema says "never null" does not make a version the subject refuses."""

@@ -150,9 +150,9 @@ def encode(
     else the one in the batch's ``b"avro.schema"`` metadata, else one derived from the Arrow schema
     and named after the subject's record. It is registered under ``subject`` (or added to a mutable
     Mapping registry) unless ``auto_register=False``, which only looks its id up. ``format`` is
-    the payload format (``"AVRO"`` by default, ``"JSON"``, ``"PROTOBUF"``; ``message`` the Protobuf
-    message written). ``protocol`` defaults to Confluent's prefix, with the message-index path of the
-    written message for Protobuf. ``on_error="null"`` makes a row that cannot be encoded a null
+    the payload format (``"AVRO"``, ``"JSON"``, ``"PROTOBUF"``; by default the format of the
+    subject's versions, else Avro; ``message`` the Protobuf message written). ``protocol`` defaults
+    to Confluent's prefix, with the message-index path of the written message for Protobuf. ``on_error="null"`` makes a row that cannot be encoded a null
     message and returns :class:`Encoded` ``(messages, errors)``.
 
     Returns

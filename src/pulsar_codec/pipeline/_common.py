@@ -63,20 +63,36 @@ def _subject_name(subject: str) -> str:
     return "_" + name if name[0].isdigit() else name
 
 
-def _latest_model(registry: Any, subject: str, fmt: PayloadFormat) -> Any:
-    """``subject``'s latest schema parsed, or None (no such subject, another format, no registry)."""
+def _latest_or_none(registry: Any, subject: str) -> FetchedSchema | None:
+    """``subject``'s latest version, or None (no such subject, a registry that cannot list one)."""
     if registry is None or isinstance(registry, Mapping):
         return None
     try:
-        _, fetched = latest_version(registry, subject)
-        if (fetched.schema_type or "AVRO").upper() != fmt.name:
-            return None
-        return fmt.parse(fetched.schema, fetched.references or None)
-    except (SchemaNotFoundError, SchemaError, TypeError):
+        return latest_version(registry, subject)[1]
+    except (SchemaNotFoundError, TypeError):
         return None
     except Exception as exc:  # confluent-kafka's SchemaRegistryError for an unknown subject
         if getattr(exc, "http_status_code", None) != 404:
             raise
+        return None
+
+
+def subject_format(registry: Any, subject: str | None) -> str | None:
+    """The format (registry ``schemaType``) of ``subject``'s latest version, or None where there is
+    none to ask: no subject, no such subject, a Mapping registry. What an encoder given no
+    ``format`` writes: a subject holds versions of one format."""
+    fetched = None if subject is None else _latest_or_none(registry, subject)
+    return None if fetched is None else (fetched.schema_type or "AVRO").upper()
+
+
+def _latest_model(registry: Any, subject: str, fmt: PayloadFormat) -> Any:
+    """``subject``'s latest schema parsed, or None (no such subject, another format, no registry)."""
+    fetched = _latest_or_none(registry, subject)
+    if fetched is None or (fetched.schema_type or "AVRO").upper() != fmt.name:
+        return None
+    try:
+        return fmt.parse(fetched.schema, fetched.references or None)
+    except (SchemaError, TypeError):
         return None
 
 

@@ -15,10 +15,10 @@ from .. import wire
 from .._arrow import as_table_like, walk_bad_rows
 from .._cache import LRU
 from ..errors import EncodeError, SchemaError, SchemaNotFoundError
-from ..formats import DEFAULT_FORMAT, get_format
+from ..formats import DEFAULT_FORMAT, format_of_model, get_format
 from ..formats.base import ENCODE_ERRORS_SCHEMA, Encoded, PayloadEncoder, check_on_error
 from ..registry.lookup import RegistrySource, fetch_schema, portable
-from ._common import DEFAULT_CACHE_SIZE, ParsedSchema, SubjectShape, latest_version, lookup_id
+from ._common import DEFAULT_CACHE_SIZE, ParsedSchema, SubjectShape, latest_version, lookup_id, subject_format
 
 __all__ = ["MessageEncoder"]
 
@@ -51,7 +51,9 @@ class MessageEncoder:
         Write this id without registering; the writer schema is ``schema``, or the registry's
         schema of this id.
     format : str, optional
-        The payload format (registry ``schemaType``), default ``"AVRO"``.
+        The payload format (registry ``schemaType``: ``"AVRO"``, ``"JSON"``, ``"PROTOBUF"``).
+        Default: a parsed ``schema``'s format; else the registry's ``schemaType`` of ``schema_id``,
+        or of the subject's latest version (asked once, here); else ``"AVRO"``.
     use_latest : bool, default False
         Write with the subject's latest version (its schema and id, looked up once per encoder),
         as confluent-kafka's ``use.latest.version``; the rows must fit it.
@@ -104,6 +106,9 @@ class MessageEncoder:
         if use_latest and subject is None:
             raise ValueError("use_latest=True needs a subject")
         self.subject = subject
+        self._registry = RegistrySource(registry)
+        if format is None:
+            format = self._format_of(schema, schema_id, subject)
         self.format = get_format(format).name
         if protocol is None:
             protocol = wire.CONFLUENT_PROTOBUF if self.format == "PROTOBUF" else wire.CONFLUENT
@@ -118,7 +123,6 @@ class MessageEncoder:
         self._fmt = get_format(self.format)
         if message is not None and getattr(self._fmt, "select", None) is None:
             raise ValueError(f"message= applies to Protobuf schemas; this encoder writes {self.format}")
-        self._registry = RegistrySource(registry)
         self._fixed: ParsedSchema | None = None
         self._lock = threading.Lock()
         self._ids: LRU[str, Any] = LRU(DEFAULT_CACHE_SIZE)
@@ -129,6 +133,16 @@ class MessageEncoder:
     def registry(self) -> Any:
         """The registry as given."""
         return self._registry.given
+
+    def _format_of(self, schema: Any, schema_id: Any, subject: str | None) -> str | None:
+        """The format an encoder given no ``format`` writes: a parsed ``schema``'s; else the
+        registry's ``schemaType`` of ``schema_id``, or of the subject's latest version (a subject
+        holds one format); None (Avro) where nothing says."""
+        if schema is not None:
+            return format_of_model(schema)
+        if schema_id is not None:
+            return fetch_schema(self._registry.get(), schema_id).schema_type
+        return subject_format(self._registry.get(), subject)
 
     def _schema(self, model: Any) -> ParsedSchema:
         select = getattr(self._fmt, "select", None)

@@ -19,7 +19,7 @@ from ..._kernels import _backend
 from ...formats import get_format
 from ...formats.base import Encoded, check_on_error
 from ...pipeline import MessageEncoder
-from ...pipeline._common import SubjectShape, latest_version
+from ...pipeline._common import SubjectShape, subject_format
 from ...registry.lookup import RegistrySource
 from .batches import replace_columns
 from .decode import check_protocol
@@ -153,17 +153,17 @@ def encode(
     output : str
         Name of the binary output column (an existing column of that name is replaced).
     format : str, optional
-        The payload format: ``"AVRO"`` (default), ``"JSON"`` or ``"PROTOBUF"`` (a struct column
-        only; the derived schema is a draft-07 JSON Schema titled after the subject, or a proto3
-        message named after it).
+        The payload format: ``"AVRO"``, ``"JSON"`` or ``"PROTOBUF"`` (a struct column only; the
+        derived schema is a draft-07 JSON Schema titled after the subject, or a proto3 message
+        named after it). Default: the subject's (its latest version's registry ``schemaType``),
+        else ``"AVRO"``.
     message : str, optional
         Protobuf: the message written (default the schema's first); the frames carry its
         message-index path (``protocol`` defaults to ``CONFLUENT_PROTOBUF``).
     use_latest : bool, default False
         Write with the subject's latest version, registering nothing (confluent-kafka's
         ``use.latest.version``): what writes a topic read with :func:`decode` back under its own
-        subject, enums, fixed and unions included; without ``format``, the version's own format
-        (its registry ``schemaType``). Not with ``schema``.
+        subject, enums, fixed and unions included. Not with ``schema``.
     on_error : {"raise", "null"}
         ``"raise"``: a value that does not fit the schema fails the task (and the job).
         ``"null"``: its row's ``output`` is null and a string column ``encode_error`` holds the
@@ -187,8 +187,8 @@ def encode(
     body, is_struct = _body_schema(df.schema[column].dataType)
     client = RegistrySource(registry).get()
     try:
-        if use_latest and format is None:  # the subject says its format (a registry schemaType)
-            format = latest_version(client, subject)[1].schema_type or None
+        if format is None:  # the subject says its format (a registry schemaType), if it has versions
+            format = subject_format(client, subject)
         protobuf = get_format(format).name == "PROTOBUF"
         if protocol is None:
             protocol = wire.CONFLUENT_PROTOBUF if protobuf else wire.CONFLUENT

@@ -12,8 +12,9 @@ Options
 -------
 ``service_url``, ``topic`` (required); ``registry`` (+ ``registry_auth`` / ``registry_token``);
 ``subject`` (default ``<topic>-value``, the topic's local name); ``protocol`` (default
-``CONFLUENT``, ``CONFLUENT_PROTOBUF`` for Protobuf); ``format`` (``AVRO`` default, ``JSON``,
-``PROTOBUF``); ``schema`` (writer schema text);
+``CONFLUENT``, ``CONFLUENT_PROTOBUF`` for Protobuf); ``format`` (``AVRO``, ``JSON``,
+``PROTOBUF``; default the subject's, its latest version's ``schemaType``, else ``AVRO``);
+``schema`` (writer schema text);
 ``use_latest`` (write with the subject's latest version, default false); ``auto_register``
 (default true; false only looks the schema up); ``key_column`` (a string column sent as the
 partition key; null sends none); ``timeout_ms``.
@@ -64,7 +65,7 @@ from ...errors import EncodeError, PulsarCodecError
 from ...formats import get_format
 from ...keyvalue import KeyValueEncodingType
 from ...pipeline import MessageEncoder
-from ...pipeline._common import latest_version
+from ...pipeline._common import subject_format
 from ...pulsar._sdk import check_key_encoding
 from .encode import EncodeJob, _body_schema, _writer_text
 from .executor import shared_encoder, use_backend
@@ -132,9 +133,9 @@ class PartEncoder:
         prefix = "" if part == "value" else "key_"
         fmt = options.get(f"{prefix}format") or options.get("format") or None
         subject = options.get(f"{prefix}subject") or split_partition(topic)[0].rsplit("/", 1)[-1] + f"-{part}"
+        if fmt is None:  # the subject says its format (a registry schemaType), if it has versions
+            fmt = subject_format(registry, subject)
         if flag(options, "use_latest", False):
-            if fmt is None:  # the subject says its format (a registry schemaType)
-                fmt = latest_version(registry, subject)[1].schema_type or None
             # the version as the encoder parses it (a Protobuf schema's imports fetched as references)
             latest = MessageEncoder(registry, subject, protocol=protocol, format=fmt, use_latest=True)
             schema_id, model = latest.latest_writer()
