@@ -28,7 +28,7 @@ from pyspark.errors import StreamingQueryException
 from pulsar_codec import spark as pcs
 from pulsar_codec.errors import ErrorCode, SchemaError
 from pulsar_codec.integrations.spark.pulsar_options import SOURCE_OPTIONS, OffsetSpec, registry_config
-from pulsar_codec.integrations.spark.pulsar_sink import SinkPlan
+from pulsar_codec.integrations.spark.pulsar_sink import PulsarCommitMessage, SinkPlan, _report
 from pulsar_codec.integrations.spark.pulsar_source import PulsarBatchReader, PulsarDataSource, SourcePlan
 from pulsar_codec.registry import LocalRegistry
 
@@ -513,6 +513,115 @@ def test_sink_flat_columns_and_binary_values(spark, registered, pulsar_broker, t
     ).save()
     raw = reader(spark, pulsar_broker, topics=raw_topic, decode="false").collect()
     assert sorted((r["value"] for r in raw), key=lambda v: v is None) == [b"\x01\x02", None]  # two tasks: any order
+
+
+NARROW = {
+    "type": "record",
+    "name": "Narrow",
+    "namespace": "t",
+    "fields": [{"name": "n", "type": "int"}, {"name": "note", "type": ["null", "string"], "default": None}],
+}
+
+
+def test_sink_sends_rows_it_cannot_encode_to_the_dead_letter_topic(spark, registered, pulsar_broker, tmp_path, caplog):
+    """A row the writer schema cannot take (a long beyond an Avro int) fails the job, or, with
+    dead_letter_topic, goes there as its JSON text with the error in its properties; the other rows
+    are written and nothing is lost."""
+    import logging
+
+    from pyspark.sql import functions as F
+
+    topic = f"persistent://public/default/narrow-{uuid.uuid4().hex[:8]}"
+    dead = f"persistent://public/default/narrow-dlq-{uuid.uuid4().hex[:8]}"
+    registry_path = tmp_path / "schemas.db"
+    subject = "narrow-value"
+    with LocalRegistry(registry_path) as reg:
+        schema_id = reg.register(subject, json.dumps(NARROW))
+    big = 2**40
+    rows = [(f"k{i}", big + i if i % 4 == 1 else i, None if i % 3 else f"note {i}") for i in range(12)]
+    df = spark.createDataFrame(rows, "k string, n bigint, note string").repartition(2)
+    options = {
+        "service_url": pulsar_broker.url,
+        "registry": str(registry_path),
+        "subject": subject,
+        "use_latest": "true",
+        "key_column": "k",
+    }
+    failing = f"persistent://public/default/narrow-failing-{uuid.uuid4().hex[:8]}"
+    with pytest.raises(Exception, match="EncodeError"):
+        df.write.format("pulsar").mode("append").options(**options, topic=failing).save()
+    df.write.format("pulsar").mode("append").options(**options, topic=topic, dead_letter_topic=dead).save()
+    # the commit runs in a Python worker of its own; what it logs from the tasks' counts:
+    with caplog.at_level(logging.WARNING, logger="pulsar_codec"):
+        _report([PulsarCommitMessage(topic, 5, 50, 2), PulsarCommitMessage(topic, 4, 40, 1)], "wrote")
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        f"format('pulsar') wrote: 3 rows could not be encoded for {topic} and went to the dead-letter topic"
+    ]
+
+    written = reader(spark, pulsar_broker, registry_path, topics=topic, subject=subject).collect()
+    assert sorted((r["key"], r["value"]["n"], r["value"]["note"]) for r in written) == sorted(
+        (k, n, note) for k, n, note in rows if n < big
+    )
+    assert {r["schema_id"] for r in written} == {schema_id} and all(r["decode_error"] is None for r in written)
+    letters = reader(spark, pulsar_broker, topics=dead, decode="false").orderBy(F.col("key")).collect()
+    assert [(r["key"], json.loads(r["value"])) for r in letters] == sorted(
+        (k, {"k": k, "n": n, "note": note}) for k, n, note in rows if n >= big
+    )
+    for letter in letters:
+        properties = dict(letter["properties"])
+        assert properties["pulsar_codec.topic"] == topic and properties["pulsar_codec.part"] == "value"
+        error = properties["pulsar_codec.error"]
+        assert "int" in error and str(json.loads(letter["value"])["n"]) in error and not error.startswith("row ")
+
+    with pytest.raises(ValueError, match="dead_letter_topic must be another topic"):
+        SinkPlan.from_options({**options, "topic": topic, "dead_letter_topic": local_name(topic)}, df.schema, False)
+
+
+def test_dead_letters_are_the_rows_json_text():
+    """Every Arrow type a Spark row brings, as JSON holds it."""
+    import datetime
+    import decimal
+
+    import pyarrow as pa
+
+    from pulsar_codec.integrations.spark.pulsar_dead_letter import error_text, row_json
+
+    batch = pa.RecordBatch.from_pylist(
+        [
+            {
+                "b": b"\x00\xff",
+                "ts": datetime.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=datetime.UTC),
+                "d": datetime.date(2024, 2, 29),
+                "dec": decimal.Decimal("12.30"),
+                "f": float("nan"),
+                "m": [("a", 1), ("b", None)],
+                "s": {"x": [1.5, float("-inf")], "t": "é\u2028"},
+            }
+        ],
+        schema=pa.schema(
+            [
+                ("b", pa.binary()),
+                ("ts", pa.timestamp("us", "UTC")),
+                ("d", pa.date32()),
+                ("dec", pa.decimal128(5, 2)),
+                ("f", pa.float64()),
+                ("m", pa.map_(pa.string(), pa.int64())),
+                ("s", pa.struct([("x", pa.list_(pa.float64())), ("t", pa.string())])),
+            ]
+        ),
+    )
+    text = row_json(batch, 0)
+    assert json.loads(text) == {
+        "b": "AP8=",
+        "ts": "2024-01-02T03:04:05.000006+00:00",
+        "d": "2024-02-29",
+        "dec": "12.30",
+        "f": "nan",
+        "m": {"a": 1, "b": None},
+        "s": {"x": [1.5, "-inf"], "t": "é\u2028"},
+    }
+    assert "é".encode() in text  # UTF-8, not escaped
+    assert error_text("row 3: field 'n': too big") == "field 'n': too big"
 
 
 # -- options, refused before any task runs ----------------------------------------------------------

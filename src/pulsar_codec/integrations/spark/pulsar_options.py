@@ -80,6 +80,7 @@ SINK_OPTIONS = _REGISTRY_OPTIONS | {
     "key_format",
     "use_latest",
     "auto_register",
+    "dead_letter_topic",
     "timeout_ms",
 }
 """The options ``df.write(Stream).format("pulsar")`` reads."""

@@ -17,7 +17,8 @@ Options
 ``schema`` (writer schema text);
 ``use_latest`` (write with the subject's latest version, default false); ``auto_register``
 (default true; false only looks the schema up); ``key_column`` (a string column sent as the
-partition key; null sends none); ``timeout_ms``.
+partition key; null sends none); ``dead_letter_topic`` (where the rows that cannot be encoded go,
+see below); ``timeout_ms``.
 
 KeyValue topics: ``keyvalue`` (``INLINE`` or ``SEPARATED``, as the source reads them);
 ``key_subject`` (default ``<topic>-key``), ``key_schema`` (the key's writer schema text) and
@@ -40,6 +41,15 @@ value is length -1, the message itself is never null); SEPARATED sends the frame
 payload (a null value is a null-value message) and the framed key as the partition key (a null key
 sends none). pulsar-client cannot set ``partition_key_b64_encoded``, so Base64 keys travel without
 that flag: readers are told with ``key_encoding=base64`` (the source's default).
+
+Rows that cannot be encoded
+---------------------------
+A value (or key) the writer schema cannot take fails its task, and with it the job (Spark retries
+the task first), unless the option ``dead_letter_topic`` names a topic: such a row is then
+produced there as its JSON text, with the error in its properties
+(:mod:`.pulsar_dead_letter`), and the job goes on. Each task's commit message counts the rows it
+dead-lettered; the driver logs them as a warning. Writing a null value instead would send a
+tombstone, and dropping the row would lose it: neither is done.
 
 Delivery
 --------
@@ -67,8 +77,9 @@ from ...keyvalue import KeyValueEncodingType
 from ...pipeline import MessageEncoder
 from ...pipeline._common import subject_format
 from ...pulsar._sdk import check_key_encoding
-from .encode import EncodeJob, _body_schema, _writer_text
+from .encode import ENCODE_ERROR, EncodeJob, _body_schema, _writer_text
 from .executor import shared_encoder, use_backend
+from .pulsar_dead_letter import DeadLetters
 from .pulsar_offsets import broker_calls, shared_client, split_partition
 from .pulsar_options import SINK_OPTIONS, check_names, flag, full_topic, positive_int, registry_config, required
 
@@ -92,11 +103,13 @@ class ProduceError(PulsarCodecError):
 
 @dataclass(frozen=True)
 class PulsarCommitMessage(WriterCommitMessage):
-    """What one task produced: ``messages`` acknowledged by the broker, ``bytes`` of payload."""
+    """What one task produced: ``messages`` acknowledged by the broker, ``bytes`` of payload,
+    and ``dead_lettered`` rows that could not be encoded, acknowledged on the dead-letter topic."""
 
     topic: str
     messages: int
     bytes: int
+    dead_lettered: int = 0
 
 
 @dataclass(frozen=True)
@@ -123,12 +136,14 @@ class PartEncoder:
         spark_type: Any,
         topic: str,
         protocol: wire.Protocol | None,
+        on_error: str = "raise",
     ) -> PartEncoder:
         """Register the writer schema of one part (or take its subject's latest version), on the driver.
 
         The value reads the options ``subject``, ``schema`` and ``format``; a KeyValue key reads
         ``key_subject``, ``key_schema`` and ``key_format`` (default ``format``). The subject
-        defaults to ``<topic>-<part>``, the topic's local name.
+        defaults to ``<topic>-<part>``, the topic's local name. ``on_error="null"`` (a dead-letter
+        topic): a row that cannot be encoded is reported by :meth:`framed` instead of raised.
         """
         prefix = "" if part == "value" else "key_"
         fmt = options.get(f"{prefix}format") or options.get("format") or None
@@ -154,24 +169,34 @@ class PartEncoder:
             )
             schema_id, _ = registering.encode_payloads(body.empty_table())
         schema_id = int(schema_id)
-        encoder = MessageEncoder({}, subject, protocol=protocol, schema=text, schema_id=schema_id, format=fmt)
+        encoder = MessageEncoder(
+            {}, subject, protocol=protocol, schema=text, schema_id=schema_id, format=fmt, on_error=on_error
+        )
         if flag(options, "use_latest", False):
             # a column the version has no field for, or the reverse, fails here, not in every task
             encoder.encode_payloads(_body_schema(spark_type)[0].empty_table())
         key = text if isinstance(text, str) else get_format(fmt).schema_key(text)
-        return cls(encoder, (key, schema_id, encoder.protocol.name, fmt))
+        return cls(encoder, (key, schema_id, encoder.protocol.name, fmt, on_error))
 
     def local(self) -> MessageEncoder | None:
         """This executor process's encoder (shared by the tasks that bring equal ones)."""
         return None if self.encoder is None else shared_encoder(self.cache_key, self.encoder)
 
-    def framed(self, column: pa.Array, encoder: MessageEncoder | None, backend: str) -> pa.Array:
-        """The framed messages of a column (``encoder`` from :meth:`local`); a null row stays null."""
+    def framed(
+        self, column: pa.Array, encoder: MessageEncoder | None, backend: str
+    ) -> tuple[pa.Array, list[tuple[int, str]]]:
+        """The framed messages of a column (``encoder`` from :meth:`local`; a null row stays null),
+        and the rows an ``on_error="null"`` encoder could not encode, with the error's text."""
         if encoder is None:
-            return column
+            return column, []
         job = EncodeJob(encoder, self.cache_key, "value", "value", backend)
-        framed: pa.Array = job.encode_batch(pa.RecordBatch.from_arrays([column], ["value"]), encoder).column("value")
-        return framed
+        out = job.encode_batch(pa.RecordBatch.from_arrays([column], ["value"]), encoder)
+        failed: list[tuple[int, str]] = []
+        if ENCODE_ERROR in out.schema.names:
+            errors = out.column(ENCODE_ERROR)
+            if errors.null_count < len(errors):
+                failed = [(i, text) for i, text in enumerate(errors.to_pylist()) if text is not None]
+        return out.column("value"), failed
 
 
 def _keyvalue_options(options: Mapping[str, str], names: list[str]) -> tuple[str | None, str]:
@@ -248,6 +273,8 @@ class SinkPlan:
         The KeyValue encoding (option ``keyvalue``).
     key_encoding : {"base64", "raw"}
         How SEPARATED keys are written in the partition key.
+    dead_letter_topic : str or None
+        Where the rows that cannot be encoded go (in full); None: such a row fails its task.
     backend : str
         The kernels the driver ran.
     """
@@ -261,6 +288,7 @@ class SinkPlan:
     key: PartEncoder | None = None
     keyvalue: str | None = None
     key_encoding: str = "base64"
+    dead_letter_topic: str | None = None
     backend: str = field(default_factory=lambda: _backend.active().name)
 
     @classmethod
@@ -293,6 +321,10 @@ class SinkPlan:
             parts = {"key": schema["key"].dataType, **parts}
         timeout_ms = positive_int(options, "timeout_ms", DEFAULT_TIMEOUT_MS) or DEFAULT_TIMEOUT_MS
         service_url = required(options, "service_url")
+        dead_letter_topic = full_topic(options["dead_letter_topic"]) if options.get("dead_letter_topic") else None
+        if dead_letter_topic is not None and split_partition(dead_letter_topic)[0] == split_partition(topic)[0]:
+            raise ValueError(f"dead_letter_topic must be another topic than the one written ({topic})")
+        on_error = "raise" if dead_letter_topic is None else "null"
         encoders = {part: PartEncoder(None) for part, t in parts.items() if isinstance(t, BinaryType)}
         if len(encoders) < len(parts):
             config = registry_config(options)
@@ -304,7 +336,9 @@ class SinkPlan:
             try:
                 for part, spark_type in parts.items():
                     if part not in encoders:
-                        encoders[part] = PartEncoder.settle(registry, options, part, spark_type, topic, protocol)
+                        encoders[part] = PartEncoder.settle(
+                            registry, options, part, spark_type, topic, protocol, on_error
+                        )
             finally:
                 registry.close()
         return cls(
@@ -317,29 +351,34 @@ class SinkPlan:
             key=encoders.get("key"),
             keyvalue=kv,
             key_encoding=key_encoding,
+            dead_letter_topic=dead_letter_topic,
         )
 
     # -- the executors' part --------------------------------------------------------------------
 
     def messages(
         self, batch: pa.RecordBatch, value: MessageEncoder | None, key: MessageEncoder | None
-    ) -> tuple[list[bytes | None], list[str | None]]:
-        """The payloads (None: a null value) and partition keys (None: none) of one batch's rows."""
+    ) -> tuple[list[bytes | None], list[str | None], dict[int, tuple[str, str]]]:
+        """The payloads (None: a null value) and partition keys (None: none) of one batch's rows,
+        and the rows that could not be encoded (with a dead-letter topic): row -> (part, error)."""
         n = batch.num_rows
         if self.value_column is not None:
             values = batch.column(self.value_column)
         else:
             keep = [name for name in batch.schema.names if name != self.key_column]
             values = pa.StructArray.from_arrays([batch.column(name) for name in keep], names=keep)
-        framed = self.value.framed(values, value, self.backend)
+        framed, bad_values = self.value.framed(values, value, self.backend)
         if self.key is None:
             keys = batch.column(self.key_column).to_pylist() if self.key_column else [None] * n
-            return framed.to_pylist(), keys
-        framed_keys = self.key.framed(batch.column("key"), key, self.backend)
+            return framed.to_pylist(), keys, {i: ("value", text) for i, text in bad_values}
+        framed_keys, bad_keys = self.key.framed(batch.column("key"), key, self.backend)
+        failed = {i: ("key", text) for i, text in bad_keys}
+        failed.update((i, ("value", text)) for i, text in bad_values if i not in failed)
         if self.keyvalue == "INLINE":
             # a null key or value is length -1 inside the payload; the message itself is never null
-            return keyvalue.join_inline(framed_keys, framed, convention=keyvalue.JAVA).to_pylist(), [None] * n
-        return framed.to_pylist(), partition_keys(framed_keys, self.key_encoding)
+            joined = keyvalue.join_inline(framed_keys, framed, convention=keyvalue.JAVA)
+            return joined.to_pylist(), [None] * n, failed
+        return framed.to_pylist(), partition_keys(framed_keys, self.key_encoding), failed
 
     def produce(self, batches: Iterator[pa.RecordBatch]) -> PulsarCommitMessage:
         """Encode and send every row of one task; flush; fail unless every message was acknowledged."""
@@ -358,6 +397,9 @@ class SinkPlan:
         lock = threading.Lock()
         failures: list[str] = []
         sent = acked = size = 0
+        dead = None
+        if self.dead_letter_topic is not None:
+            dead = DeadLetters(client, self.dead_letter_topic, self.topic, self.service_url, self.timeout_ms)
 
         def done(result: Any, _message_id: Any) -> None:
             nonlocal acked
@@ -370,33 +412,63 @@ class SinkPlan:
         try:
             with use_backend(self.backend):
                 for batch in batches:
-                    payloads, keys = self.messages(batch, value_encoder, key_encoder)
-                    for payload, key in zip(payloads, keys):
+                    payloads, keys, failed = self.messages(batch, value_encoder, key_encoder)
+                    for i, (payload, key) in enumerate(zip(payloads, keys)):
+                        if i in failed:
+                            assert dead is not None  # failed rows come from on_error="null" encoders only
+                            part, error = failed[i]
+                            dead.send(batch, i, part, error, self._row_key(batch, i))
+                            continue
                         options = {"partition_key": key} if key else {}
                         producer.send_async(payload, done, **options)
                         sent += 1
                         size += len(payload) if payload is not None else 0
             producer.flush()
         finally:
-            producer.close()
-        if failures or acked != sent:
+            try:
+                producer.close()
+            finally:
+                if dead is not None:
+                    dead.finish()
+        if dead is not None:
+            failures += dead.failures
+        dead_sent, dead_acked = (dead.sent, dead.acked) if dead is not None else (0, 0)
+        if failures or acked != sent or dead_acked != dead_sent:
+            missing = sent + dead_sent - acked - dead_acked
             raise ProduceError(
-                f"{self.topic}: {sent - acked} of {sent} messages were not acknowledged"
+                f"{self.topic}: {missing} of {sent + dead_sent} messages were not acknowledged"
+                + (f" ({dead_sent} of them to {self.dead_letter_topic})" if dead_sent else "")
                 + (f" (first failure: {failures[0]})" if failures else "")
             )
-        return PulsarCommitMessage(self.topic, acked, size)
+        return PulsarCommitMessage(self.topic, acked, size, dead_acked)
+
+    def _row_key(self, batch: pa.RecordBatch, row: int) -> str | None:
+        """The ``key_column`` value of a row, the partition key of its dead letter."""
+        if self.key_column is None:
+            return None
+        key: str | None = batch.column(self.key_column)[row].as_py()
+        return key
 
 
 def _report(messages: list[Any], what: str) -> None:
     done = [m for m in messages if isinstance(m, PulsarCommitMessage)]
+    topic = done[0].topic if done else "-"
     _log.info(
         "format('pulsar') %s: %d messages (%d bytes) to %s from %d tasks",
         what,
         sum(m.messages for m in done),
         sum(m.bytes for m in done),
-        done[0].topic if done else "-",
+        topic,
         len(done),
     )
+    dead = sum(m.dead_lettered for m in done)
+    if dead:
+        _log.warning(
+            "format('pulsar') %s: %d rows could not be encoded for %s and went to the dead-letter topic",
+            what,
+            dead,
+            topic,
+        )
 
 
 class PulsarBatchWriter(DataSourceArrowWriter):
