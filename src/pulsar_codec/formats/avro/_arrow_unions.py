@@ -21,7 +21,8 @@ __all__ = ["spark_union", "union_branches"]
 
 
 def _branch_names(node: Schema) -> tuple[str, ...]:
-    """The names an Arrow union child may carry for this Avro branch (the decoder uses the first)."""
+    """The names an Arrow union child may carry for this Avro branch (the decoder uses the first,
+    or the full name when two branches share the short name: see :attr:`.schema.Union.branch_names`)."""
     if isinstance(node, Named):
         return (node.name, node.fullname)
     return (node.type,)
@@ -60,7 +61,8 @@ def spark_union(node: Union, arr: pa.Array) -> pa.Array | None:
     if len(others) < 2 or not pa.types.is_struct(arr.type):
         return None  # one branch besides null: Spark holds the value itself, not a struct of branches
     names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
-    if len(names) != len(others) or set(names) != {_branch_names(b)[0] for b in others}:
+    decoded = {n for n, b in zip(node.branch_names, node.branches) if b.type != "null"}
+    if len(names) != len(others) or set(names) != decoded:
         return None
     n = len(arr)
     children = [arr.field(i) for i in range(len(names))]

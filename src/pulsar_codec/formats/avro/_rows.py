@@ -23,7 +23,7 @@ from typing import Any
 
 from ...errors import EncodeError, SchemaError
 from .defaults import encode_default
-from .schema import Array, Enum, Field, Fixed, Map, Named, Primitive, Record, Schema, Union
+from .schema import Array, Enum, Field, Fixed, Map, Primitive, Record, Schema, Union
 
 __all__ = ["Branch", "accepts", "row_writer"]
 
@@ -84,10 +84,8 @@ def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # 
         double_at = next((i for i, b in enumerate(node.branches) if b.type == "double" and b.logical is None), None)
         integers = [b for b in node.branches if b.type in ("int", "long") and b.logical is None]
         # Spark's form of a decoded union: a struct of one field per non-null branch, named as the
-        # decoder's Arrow union names its children (a named type's name, else the type)
-        by_name = {
-            (b.name if isinstance(b, Named) else b.type): i for i, b in enumerate(node.branches) if b.type != "null"
-        }
+        # decoder's Arrow union names its children (Union.branch_names)
+        by_name = {n: i for i, (n, b) in enumerate(zip(node.branch_names, node.branches)) if b.type != "null"}
         null_at = next((i for i, b in enumerate(node.branches) if b.type == "null"), None)
 
         def w_union(v: Any, out: bytearray) -> None:

@@ -5,7 +5,10 @@ both the Pulsar broker and the Confluent Schema Registry run:
 
 * named types match on their unqualified names, or when the reader lists the writer's full name
   among its aliases (the writer's aliases play no part);
-* record fields match on name or reader field alias; a reader-only field needs a default;
+* record fields match on name or reader field alias; a reader-only field needs a default; so
+  does a reader field whose alias names a writer field that another reader field has by name (the
+  decoder gives it its default, as fastavro does; Java's checker passes it without one, and its
+  resolving decoder then renames the writer field away from the reader field that has its name);
 * an enum accepts writer symbols it lacks only when it has a default;
 * a writer union needs every branch readable; a reader union needs one branch that reads the
   writer;
@@ -294,10 +297,19 @@ class _Checker:
 
     def _fields(self, reader: Record, writer: Record, loc: list[_Step]) -> list[Incompatibility]:
         by_name = {f.name: f for f in writer.fields}
+        by_exact_name = {f.name for f in reader.fields if f.name in by_name}
         out: list[Incompatibility] = []
         for pos, rf in enumerate(reader.fields):
             floc = [*loc, ("fields", ""), (str(pos), "." + rf.name)]
-            found = self._field(reader, writer, rf, [by_name[n] for n in (rf.name, *rf.aliases) if n in by_name], floc)
+            matches = [by_name[n] for n in (rf.name, *rf.aliases) if n in by_name]
+            found = self._field(reader, writer, rf, matches, floc)
+            taken = [m.name for m in matches if m.name in by_exact_name and m.name != rf.name]
+            if taken and not rf.has_default:
+                message = (
+                    f"reader field {rf.name!r} has no default and its alias names writer field {taken[0]!r}, "
+                    f"which the reader field of that name reads"
+                )
+                found = [*found, _incompat("READER_FIELD_MISSING_DEFAULT_VALUE", floc, message)]
             out.extend(x for x in found if x not in out)
         return out
 

@@ -8,7 +8,7 @@ import struct
 from typing import Any
 
 from ...errors import SchemaError
-from .schema import Array, Enum, Fixed, Map, Record, Schema, Union, java_double
+from .schema import Array, Enum, Fixed, Map, Primitive, Record, Schema, Union, java_double
 
 __all__ = ["encode_default"]
 
@@ -29,7 +29,22 @@ def _latin1(value: Any, what: str) -> bytes:
         return bytes(value)
     if not isinstance(value, str):
         raise ValueError(f"{what} default must be a string")
-    return value.encode("latin-1")
+    try:
+        return value.encode("latin-1")
+    except UnicodeEncodeError:  # a JSON default of bytes or fixed is one character per byte
+        raise ValueError(f"{what} default has a character above U+00FF") from None
+
+
+def _check_decimal(node: Primitive | Fixed, data: bytes) -> None:
+    """Refuse a decimal default with more digits than the precision: the decimal ops would refuse
+    that unscaled value in every row (Arrow's decimals hold at most ``precision`` digits)."""
+    if node.logical != "decimal":
+        return
+    unscaled = int.from_bytes(data, "big", signed=True)
+    if not -(10**node.precision) < unscaled < 10**node.precision:
+        raise ValueError(
+            f"decimal default with unscaled value {unscaled} has more digits than its precision {node.precision}"
+        )
 
 
 def _enc(node: Schema, v: Any, out: bytearray) -> None:
@@ -87,6 +102,7 @@ def _enc(node: Schema, v: Any, out: bytearray) -> None:
         data = _latin1(v, "fixed")
         if len(data) != node.size:
             raise ValueError(f"fixed default of {len(data)} bytes, expected {node.size}")
+        _check_decimal(node, data)
         out += data
         return
     t = node.type
@@ -115,9 +131,14 @@ def _enc(node: Schema, v: Any, out: bytearray) -> None:
             v = number
         if not isinstance(v, (int, float)) or isinstance(v, bool):
             raise ValueError(f"{t} default must be a number")
-        out += struct.pack("<f" if t == "float" else "<d", float(v))
+        try:
+            out += struct.pack("<f" if t == "float" else "<d", float(v))
+        except (OverflowError, struct.error):  # finite, and past the largest float / double
+            raise ValueError(f"{t} default is outside the range of a {t}") from None
     elif t == "bytes":
         data = _latin1(v, "bytes")
+        assert isinstance(node, Primitive)
+        _check_decimal(node, data)
         _zz(len(data), out)
         out += data
     elif t == "string":

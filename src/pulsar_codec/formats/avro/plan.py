@@ -12,8 +12,10 @@ writer-only fields and defaults of reader-only fields are all decided here, once
 (``_avro_c`` and ``_avro_py``) interpret the same flat program.
 
 Resolution follows Avro Java's ``SchemaCompatibility`` / resolving decoder (spec "Schema
-Resolution"): named types match by unqualified name or a reader alias; reader fields match writer
-fields by name, then by reader field alias; writer-only fields are skipped without being
+Resolution"): named types match by unqualified name or a reader alias, except that a reader union
+first takes the branch with the writer's full name; reader fields match writer fields by name,
+then by reader field alias (an alias naming a writer field another reader field has by name does
+not match: that field takes its default, as in fastavro); writer-only fields are skipped without being
 materialised; reader-only fields take their default (any default, complex ones too: the default is
 encoded to Avro bytes once and decoded with the reader's own program every row). Pairs that can
 never resolve fail here with a :class:`~pulsar_codec.errors.SchemaError` naming the field path;
@@ -114,10 +116,6 @@ def _decimal_type(precision: int, scale: int) -> pa.DataType:
     return pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
 
 
-def _branch_name(node: Schema) -> str:
-    return node.name if isinstance(node, Named) else node.type
-
-
 def arrow_type(node: Schema) -> pa.DataType:
     """The Arrow type of an Avro schema node (design section 5)."""
     if isinstance(node, Union):
@@ -125,7 +123,7 @@ def arrow_type(node: Schema) -> pa.DataType:
         if inner is not None:
             return arrow_type(inner)
         return pa.dense_union(
-            [pa.field(_branch_name(b), arrow_type(b), nullable=True) for b in node.branches],
+            [pa.field(n, arrow_type(b), nullable=True) for n, b in zip(node.branch_names, node.branches)],
             list(range(len(node.branches))),
         )
     if isinstance(node, Record):
@@ -355,6 +353,13 @@ def _shallow_match(w: Schema, r: Schema) -> bool:
 
 
 def _pick_branch(w: Schema, branches: list[Schema]) -> int | None:
+    """The reader branch that reads writer type ``w``: for a named type the branch of the same type
+    and full name (the specification's rule, Avro Java's ``bestBranch``), else the first of the same
+    kind (and short name or alias, for named types), else the first the writer type promotes to."""
+    if isinstance(w, Named):
+        for i, b in enumerate(branches):
+            if b.type == w.type and isinstance(b, Named) and b.fullname == w.fullname:
+                return i
     for i, b in enumerate(branches):
         if _shallow_match(w, b):
             return i
@@ -545,14 +550,17 @@ class _Planner:
         kids: list[_Op] = []
         child_slots = self.slots[sid].children
         by_name = {f.name: i for i, f in enumerate(w.fields)}
-        matched: dict[int, int] = {}  # writer field index -> reader field index
+        # exact names first: a writer field a reader field names is that field's, whatever aliases say
+        matched: dict[int, int] = {by_name[rf.name]: ri for ri, rf in enumerate(r.fields) if rf.name in by_name}
+        by_exact_name = set(matched)
         for ri, rf in enumerate(r.fields):
             if rf.name in by_name:
-                hits = [by_name[rf.name]]
-            else:
-                hits = list(dict.fromkeys(by_name[a] for a in rf.aliases if a in by_name))
+                continue
+            hits = list(dict.fromkeys(by_name[a] for a in rf.aliases if a in by_name))
             if len(hits) > 1:
                 raise SchemaError(f"{path}.{rf.name}: reader field matches several writer fields through its aliases")
+            if hits and hits[0] in by_exact_name:
+                continue  # its alias names a writer field taken by name: the field takes its default
             if hits:
                 if hits[0] in matched:
                     raise SchemaError(f"{path}.{rf.name}: writer field {w.fields[hits[0]].name!r} matched twice")

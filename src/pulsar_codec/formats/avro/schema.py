@@ -214,6 +214,14 @@ class Union(Schema):
             return self.branches[1 - self.null_index]
         return None
 
+    @property
+    def branch_names(self) -> list[str]:
+        """The name of each branch as the Arrow union's child (and Spark's struct field): the type,
+        or a named type's short name; a short name two branches share (``a.R`` and ``b.R``) gives
+        way to the full name in both, so that the children stay distinct."""
+        short = [b.name if isinstance(b, Named) else b.type for b in self.branches]
+        return [b.fullname if isinstance(b, Named) and short.count(s) > 1 else s for b, s in zip(self.branches, short)]
+
 
 def admits_null(node: Schema) -> bool:
     """True when values of ``node`` can be null (the null type, or a union with a null branch)."""
