@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from pulsar_codec import avro
 from pulsar_codec.errors import AvroDecodeError, ErrorCode, SchemaError
+from pulsar_codec.pipeline import MessageDecoder
 from test_avro_support import _Names, encode, fastavro_read, norm_s, schemas, values
 
 _SETTINGS = settings(
@@ -168,6 +169,39 @@ def test_union_resolution(backend):
     b = avro.Decoder(r, w).decode(encode(w, [1, "s", None]))
     assert b.column(0).to_pylist() == [1, b"s", None]
     assert b.column(0).type_codes.to_pylist() == [2, 1, 0]
+
+
+def test_a_writer_branch_that_differs_deeper_fails_only_its_rows(backend):
+    """A writer union branch that matches a reader branch by name but cannot be read as it (a field
+    of another type, a fixed of another size) fails the rows that take it, not the pair: the
+    specification and Avro Java resolve branch by branch (fastavro reads the other rows too)."""
+    p_int = rec("P", ("x", "int"))
+    p_str = rec("P", ("x", "string"))
+    for w_branch, r_branch, value in (
+        (p_int, p_str, {"x": 4}),
+        ({"type": "fixed", "name": "F", "size": 2}, {"type": "fixed", "name": "F", "size": 3}, b"ab"),
+    ):
+        writer = rec("R", ("u", ["null", w_branch]))
+        reader = rec("R", ("u", ["null", r_branch]))
+        dec = avro.Decoder(reader, writer)
+        nulls = encode(writer, [{"u": None}, {"u": None}])
+        assert dec.decode(nulls).to_pylist() == [{"u": None}] * 2
+        assert [fastavro_read(b, writer, reader) for b in nulls] == [{"u": None}] * 2
+        with pytest.raises(AvroDecodeError) as e:
+            dec.decode(encode(writer, [{"u": None}, {"u": value}]))
+        assert (e.value.code, e.value.index, e.value.offset) == (ErrorCode.AVRO_UNRESOLVED_UNION_BRANCH, 1, 0)
+        decoder = MessageDecoder({1: writer}, reader_schema=reader, on_error="null")
+        batch, errors = decoder.decode_payloads(encode(writer, [{"u": value}, {"u": None}]), [1, 1])
+        assert batch.num_rows == 2 and errors.column("index").to_pylist() == [0]  # row 1 read, row 0 an error row
+    # no branch readable: the pair fails, naming why the first one is not
+    with pytest.raises(SchemaError, match=r"no branch of the writer union .* \(R\.u\[0\]\.x"):
+        avro.Decoder(rec("R", ("u", [p_str])), rec("R", ("u", [p_int])))
+    # a reader default its type cannot hold is the reader's fault wherever it sits: the plan fails
+    bad_default = rec(
+        "P", ("x", "int"), ("d", {"type": "bytes", "logicalType": "decimal", "precision": 2}, {"default": "\u03e8"})
+    )
+    with pytest.raises(SchemaError, match="invalid default"):
+        avro.Decoder(rec("R", ("u", ["null", bad_default])), rec("R", ("u", ["null", p_int])))
 
 
 @pytest.mark.parametrize(

@@ -123,10 +123,21 @@ def test_the_registry_s_schema_type_switches_the_default_prefix(backend, tmp_pat
     messages = [_framed(sid, _order(i), ORDER) for i in range(3)]
     decoder = MessageDecoder(reg)
     assert _rows(decoder.decode(messages)) == [_expected_order(i) for i in range(3)]
-    assert decoder.protocol is wire.CONFLUENT_PROTOBUF
     # one message at a time, through the same routing
     value = MessageDecoder(reg).decode_value(messages[1])
     assert value["id"] == 1 and value["customer"] == {"name": "c1", "tier": 1}
+    # batch by batch, not for good: the same decoder (and pc.decode's, kept per registry) then
+    # reads an Avro batch with the plain Confluent prefix, and Protobuf again
+    avro_id = reg.register(
+        "users-value", json.dumps({"type": "record", "name": "U", "fields": [{"name": "n", "type": "long"}]})
+    )
+    avro = [b"\x00" + avro_id.to_bytes(4, "big") + bytes([2 * k]) for k in range(3)]
+    for decode in (decoder.decode, lambda m: pc.decode(m, reg), lambda m: pc.decode(m, reg, on_error="null")[0]):
+        assert _rows(decode(messages)) == [_expected_order(i) for i in range(3)]
+        assert decode(avro).to_pylist() == [{"n": k} for k in range(3)]
+    assert [decoder.decode_value(m) for m in (avro[1], messages[2], avro[2])][::2] == [{"n": 1}, {"n": 2}]
+    assert decoder.decode_value(messages[2])["id"] == 2
+    assert decoder.protocol is wire.CONFLUENT  # as configured: the Protobuf prefix is the batch's
     reg.close()
 
 

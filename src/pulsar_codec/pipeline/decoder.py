@@ -147,7 +147,9 @@ class MessageDecoder:
     ) -> None:
         if reader_schema is not None and reader_subject is not None:
             raise ValueError("pass reader_schema or reader_subject, not both")
-        # a defaulted Confluent prefix becomes the Protobuf one when the schemas turn out Protobuf
+        # a defaulted Confluent prefix is read as the Protobuf one for a batch whose schemas turn
+        # out Protobuf: decided batch by batch, so one decoder (pc.decode's, per registry) reads
+        # Avro and JSON batches after Protobuf ones
         self._protocol_auto = protocol is None
         if protocol is None:
             protocol = (
@@ -205,10 +207,12 @@ class MessageDecoder:
         tolerate: bool,
         first: int | None = None,
         locate: Callable[[int], int] | None = None,
+        protocol: wire.Protocol | None = None,
     ) -> Resolved:
-        """The plans of ``keys``; ``locate`` maps a key's position to the batch's first message of
-        it, which a raised SchemaNotFoundError / SchemaError then names (``.index``)."""
-        return self._resolver.resolve(keys, self.protocol, tolerate, first, locate)
+        """The plans of ``keys`` (framed with ``protocol``, default :attr:`protocol`); ``locate`` maps
+        a key's position to the batch's first message of it, which a raised SchemaNotFoundError /
+        SchemaError then names (``.index``)."""
+        return self._resolver.resolve(keys, protocol or self.protocol, tolerate, first, locate)
 
     @property
     def arrow_schema(self) -> pa.Schema | None:
@@ -249,59 +253,61 @@ class MessageDecoder:
         chunks, total = binary_chunks(messages, native_offsets=True)
         return self._decode_chunks(chunks, total)
 
-    def _protobuf_ids(self, keys: Sequence[Any]) -> bool:
-        """Before resolving a batch under a defaulted Confluent prefix: switch to
-        ``CONFLUENT_PROTOBUF`` when the first id the registry knows is a Protobuf schema (True: the
-        batch is unframed again), so its rows are read by their message-index paths from the start."""
-        if not (self._protocol_auto and self.protocol is wire.CONFLUENT):
+    def _protobuf_ids(self, keys: Sequence[Any], protocol: wire.Protocol) -> bool:
+        """Before resolving a batch under a defaulted Confluent prefix: True when the first id the
+        registry knows is a Protobuf schema, whose Confluent prefix holds a message-index path: the
+        batch is then unframed again as ``CONFLUENT_PROTOBUF``, its rows read by their paths."""
+        if not (self._protocol_auto and protocol is wire.CONFLUENT):
             return False
         for k in keys:
             try:
                 writer = self._writer(registry_key(k))
             except (SchemaNotFoundError, SchemaError):
                 continue
-            if writer.fmt.name == "PROTOBUF":
-                self.protocol = wire.CONFLUENT_PROTOBUF
-                return True
-            return False
+            return writer.fmt.name == "PROTOBUF"
         return False
 
-    def _protobuf_prefix(self, resolved: Resolved) -> bool:
-        """Switch a defaulted Confluent prefix to ``CONFLUENT_PROTOBUF`` once the registry says the
-        schemas are Protobuf (whose Confluent prefix always holds a message-index path); True when
-        it switched, and the batch is then unframed again."""
-        if self._protocol_auto and self.protocol is wire.CONFLUENT and resolved.fmt is not None:
-            if resolved.fmt.name == "PROTOBUF":
-                self.protocol = wire.CONFLUENT_PROTOBUF
-                return True
-        return False
+    def _protobuf_prefix(self, resolved: Resolved, protocol: wire.Protocol) -> bool:
+        """True when a batch unframed with a defaulted Confluent prefix resolved to Protobuf
+        schemas: it is then unframed again as ``CONFLUENT_PROTOBUF``."""
+        return (
+            self._protocol_auto
+            and protocol is wire.CONFLUENT
+            and resolved.fmt is not None
+            and resolved.fmt.name == "PROTOBUF"
+        )
 
-    def _decode_chunks(self, chunks: list[Chunk], total: int) -> pa.RecordBatch | Decoded:
+    def _decode_chunks(
+        self, chunks: list[Chunk], total: int, protocol: wire.Protocol | None = None
+    ) -> pa.RecordBatch | Decoded:
+        """One batch of framed messages, unframed with ``protocol`` (default :attr:`protocol`)."""
         keep_going = self._keep_going
-        protocol = self.protocol
+        protocol = protocol or self.protocol
         wire_errors: list[tuple[Any, ...]] = []
         try:
             chunks = inflate_chunks(chunks, protocol, keep_going, wire_errors)  # zlib AWS Glue bodies
         except WireFormatError as exc:
             if exc.index:  # on_error="raise": an earlier message's error comes first (see _decode_general)
-                self._decode_chunks(_first_rows(chunks, exc.index), exc.index)
+                self._decode_chunks(_first_rows(chunks, exc.index), exc.index, protocol)
             raise
         single = single_id(chunks, protocol)
         if single is not None:
             # the first message's schema id (and for Protobuf message-index path), shared by the last:
             # the payload format checks every other prefix while it decodes, and skips it
-            if self._protobuf_ids(single.ids):
-                return self._decode_chunks(chunks, total)
+            if self._protobuf_ids(single.ids, protocol):
+                return self._decode_chunks(chunks, total, wire.CONFLUENT_PROTOBUF)
             single_keys = single.ids if single.path is None else [Pathed(k, single.path) for k in single.ids]
             segments = [Segment(c.data, single.skip, c.offsets, c.validity, None, single.prefix) for c in chunks]
             try:
                 try:
-                    resolved = self._resolve(single_keys, keep_going, locate=lambda _: _first_valid_row(chunks))
+                    resolved = self._resolve(
+                        single_keys, keep_going, locate=lambda _: _first_valid_row(chunks), protocol=protocol
+                    )
                 except (SchemaNotFoundError, SchemaError):
                     check_prefixes(segments)  # the error is the batch's only when no message is worse off
                     raise
-                if self._protobuf_prefix(resolved):
-                    return self._decode_chunks(chunks, total)
+                if self._protobuf_prefix(resolved, protocol):
+                    return self._decode_chunks(chunks, total, wire.CONFLUENT_PROTOBUF)
                 if resolved.bad:  # the one id is unknown or unreadable: every message is an error row
                     check_prefixes(segments)
                     segments = [
@@ -312,7 +318,7 @@ class MessageDecoder:
                 return self._run(resolved, segments, wire_errors, total, heads)
             except PrefixMismatch:
                 pass  # another id further in: the batch is taken apart message by message below
-        return self._decode_general(chunks, total, wire_errors)
+        return self._decode_general(chunks, total, wire_errors, protocol)
 
     def _all_bad(self, resolved: Resolved, chunk: Chunk, wire_errors: list[tuple[Any, ...]]) -> np.ndarray | None:
         """The validity of a chunk of the one-id path whose id the registry cannot read: every
@@ -321,16 +327,15 @@ class MessageDecoder:
         return _drop_bad_rows(resolved, ones, chunk.validity, chunk.row, wire_errors)
 
     def _decode_general(
-        self, chunks: list[Chunk], total: int, wire_errors: list[tuple[Any, ...]]
+        self, chunks: list[Chunk], total: int, wire_errors: list[tuple[Any, ...]], protocol: wire.Protocol
     ) -> pa.RecordBatch | Decoded:
         """Decode a batch unframed message by message (several ids, bad prefixes)."""
         keep_going = self._keep_going
-        protocol = self.protocol
         try:
             parts = [unframe_parts(c, protocol, keep_going, wire_errors) for c in chunks]
         except WireFormatError as exc:
             if exc.index:  # on_error="raise": a message before this one may be bad too, and it comes first
-                self._decode_chunks(_first_rows(chunks, exc.index), exc.index)
+                self._decode_chunks(_first_rows(chunks, exc.index), exc.index, protocol)
             raise
         keys = [row_keys(protocol, *p[:4]) for p in parts]
         paths = None
@@ -344,12 +349,14 @@ class MessageDecoder:
             unique_keys = [Pathed(u["k"], paths[int(u["p"])]) for u in unique_keys]
         elif paths is not None:  # one path for every row
             unique_keys = [Pathed(u, paths[0] if paths else None) for u in unique_keys]
-        if self._protobuf_ids(list(unique)):
-            return self._decode_chunks(chunks, total)
+        if self._protobuf_ids(list(unique), protocol):
+            return self._decode_chunks(chunks, total, wire.CONFLUENT_PROTOBUF)
         located = [(c.row, k, p[5]) for c, k, p in zip(chunks, keys, parts)]
-        resolved = self._resolve(unique_keys, keep_going, first, lambda j: _first_keyed_row(located, unique, j))
-        if self._protobuf_prefix(resolved):
-            return self._decode_chunks(chunks, total)
+        resolved = self._resolve(
+            unique_keys, keep_going, first, lambda j: _first_keyed_row(located, unique, j), protocol
+        )
+        if self._protobuf_prefix(resolved, protocol):
+            return self._decode_chunks(chunks, total, wire.CONFLUENT_PROTOBUF)
         segments = []
         for chunk, k, (_, _, _, _, starts, valid, _) in zip(chunks, keys, parts):
             plan_ids = None
@@ -487,27 +494,29 @@ class MessageDecoder:
         """
         if payload is None:
             return None
+        return self._decode_value(payload, schema_id, protocol_byte, self.protocol)
+
+    def _decode_value(self, payload: Any, schema_id: Any, protocol_byte: int | None, protocol: wire.Protocol) -> Any:
         original = payload
         start = 0
         if schema_id is not None:
             key = schema_id
-        elif self.protocol is wire.CONFLUENT and len(payload) >= 5 and payload[0] == 0:
+        elif protocol is wire.CONFLUENT and len(payload) >= 5 and payload[0] == 0:
             key = int.from_bytes(payload[1:5], "big")  # the common prefix, read without a kernel call
             start = 5
-        elif self.protocol.protobuf:
-            key, indexes, body = self.protocol.unpack_indexes(payload)
+        elif protocol.protobuf:
+            key, indexes, body = protocol.unpack_indexes(payload)
             key = Pathed(key, tuple(indexes))
             payload, start = body, 0
         else:
-            key, body = self.protocol.unpack(payload)  # raises the wire error decode() raises
+            key, body = protocol.unpack(payload)  # raises the wire error decode() raises
             payload, start = body, 0
-        found = self._value_plans.get(key)
+        found = self._value_plans.get((protocol.name, key))
         if found is None:
-            found = self._value_plan(key)
-            if self._protocol_auto and self.protocol is wire.CONFLUENT and found[0].name == "PROTOBUF":
-                self.protocol = wire.CONFLUENT_PROTOBUF  # its Confluent prefix holds a message-index path
-                self._value_plans.clear()
-                return self.decode_value(payload if schema_id is not None else original, schema_id)
+            found = self._value_plan(key, protocol)
+        if self._protobuf_prefix_of(found[0], protocol):
+            # its Confluent prefix holds a message-index path: read it as CONFLUENT_PROTOBUF
+            return self._decode_value(original, schema_id, protocol_byte, wire.CONFLUENT_PROTOBUF)
         fmt, plan, raw_heads, raw_unframed = found
         head = original[0] if schema_id is None else protocol_byte
         if raw_unframed if head is None else head in raw_heads:
@@ -522,14 +531,18 @@ class MessageDecoder:
             payload = memoryview(payload).cast("B")
         return fmt.decode_value(plan, payload, start)
 
-    def _value_plan(self, key: Any) -> tuple[PayloadFormat, DecodePlan, frozenset[int], bool]:
-        resolved = self._resolver.plans_for([key], self.protocol)
+    def _protobuf_prefix_of(self, fmt: PayloadFormat, protocol: wire.Protocol) -> bool:
+        """True when a message read with a defaulted Confluent prefix has a Protobuf schema."""
+        return self._protocol_auto and protocol is wire.CONFLUENT and fmt.name == "PROTOBUF"
+
+    def _value_plan(self, key: Any, protocol: wire.Protocol) -> tuple[PayloadFormat, DecodePlan, frozenset[int], bool]:
+        resolved = self._resolver.plans_for([key], protocol)
         assert resolved.fmt is not None
         entry = (resolved.fmt, resolved.plans[0], resolved.raw_heads.get(0, frozenset()), 0 in resolved.raw_unframed)
         if len(self._value_plans) >= self.cache_size:
             self._value_plans.clear()  # rare: more schema ids than the cache holds
         if self.cache_size:
-            self._value_plans[key] = entry
+            self._value_plans[(protocol.name, key)] = entry
         return entry
 
     def _per_row_segments(

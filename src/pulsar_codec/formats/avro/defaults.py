@@ -10,7 +10,13 @@ from typing import Any
 from ...errors import SchemaError
 from .schema import Array, Enum, Fixed, Map, Primitive, Record, Schema, Union, java_double
 
-__all__ = ["encode_default"]
+__all__ = ["DefaultError", "encode_default"]
+
+
+class DefaultError(SchemaError):
+    """A field default its own type cannot hold: a fault of the reader schema wherever it is used
+    (a writer union's branch that would need it does not fail only its rows: the plan fails)."""
+
 
 # time-millis / time-micros: the length of one day in their unit
 _DAY = {"time-millis": 86_400_000, "time-micros": 86_400_000_000}
@@ -157,7 +163,7 @@ def encode_default(node: Schema, value: Any, path: str = "default") -> bytes:
     try:
         _enc(node, value, out)
     except (ValueError, TypeError, OverflowError, UnicodeEncodeError, struct.error) as exc:
-        raise SchemaError(f"{path}: invalid default {value!r}: {exc}") from None
+        raise DefaultError(f"{path}: invalid default {value!r}: {exc}") from None
     return bytes(out)
 
 

@@ -89,7 +89,7 @@ from ..._kernels.defs import (
     O_UNION,
 )
 from ...errors import SchemaError
-from .defaults import encode_default
+from .defaults import DefaultError, encode_default
 from .schema import (
     Array,
     Enum,
@@ -443,34 +443,39 @@ class _Planner:
         return _Op(O_SELECT, sid, [child], arg=k, arg2=csid)
 
     def _writer_union(self, w: Union, r: Schema, sid: int, path: str) -> _Op:
+        """A writer union: each branch resolved on its own. A branch the reader cannot read (no
+        reader branch matches it, or one matches by name and differs deeper) fails only the rows
+        that take it, as the specification and Avro Java have it; the pair fails when none resolves."""
         kids = []
-        resolved = 0
+        first_error: SchemaError | None = None
         for i, wb in enumerate(w.branches):
-            if isinstance(r, Union) and r.nullable_of is None:
-                k = _pick_branch(wb, r.branches)
-                if k is None:
-                    kids.append(_Op(O_BRANCH_ERR, arg=i))
-                    continue
-                kids.append(self._select(wb, r, sid, k, path))
-            elif isinstance(r, Union):  # nullable shorthand
-                inner = r.nullable_of
-                assert inner is not None  # a union with more than null and one branch takes the path above
-                if wb.type == "null":
-                    kids.append(_Op(O_NULLFILL, sid))
-                elif _pick_branch(wb, [inner]) is None:
-                    kids.append(_Op(O_BRANCH_ERR, arg=i))
-                    continue
-                else:
-                    kids.append(self.resolve(wb, inner, sid, path))
-            else:
-                if _pick_branch(wb, [r]) is None:
-                    kids.append(_Op(O_BRANCH_ERR, arg=i))
-                    continue
-                kids.append(self.resolve(wb, r, sid, path))
-            resolved += 1
-        if not resolved:
-            raise SchemaError(f"{path}: no branch of the writer union {_describe(w)} can be read as {_describe(r)}")
+            try:
+                kid = self._writer_branch(wb, r, sid, path)
+            except DefaultError:
+                raise
+            except SchemaError as exc:
+                first_error = first_error or exc
+                kid = None
+            kids.append(_Op(O_BRANCH_ERR, arg=i) if kid is None else kid)
+        if all(k.code == O_BRANCH_ERR for k in kids):
+            reason = f" ({first_error})" if first_error is not None else ""
+            raise SchemaError(
+                f"{path}: no branch of the writer union {_describe(w)} can be read as {_describe(r)}{reason}"
+            )
         return _Op(O_UNION, kids=kids, arg=len(w.branches))
+
+    def _writer_branch(self, wb: Schema, r: Schema, sid: int, path: str) -> _Op | None:
+        """The op reading writer branch ``wb`` as ``r``; None when no reader branch matches it."""
+        if isinstance(r, Union) and r.nullable_of is None:
+            k = _pick_branch(wb, r.branches)
+            return None if k is None else self._select(wb, r, sid, k, path)
+        if isinstance(r, Union):  # nullable shorthand
+            inner = r.nullable_of
+            assert inner is not None  # a union with more than null and one branch takes the path above
+            if wb.type == "null":
+                return _Op(O_NULLFILL, sid)
+            return None if _pick_branch(wb, [inner]) is None else self.resolve(wb, inner, sid, path)
+        return None if _pick_branch(wb, [r]) is None else self.resolve(wb, r, sid, path)
 
     def _resolve_plain(self, w: Schema, r: Schema, sid: int, path: str) -> _Op:
         kids_slots = self.slots[sid].children
