@@ -225,6 +225,7 @@ def _write(  # noqa: C901 - one case per op
     path: str,
     extra_column: str | None = None,
     absent: Mapping[int, frozenset[str]] | None = None,
+    refused: Mapping[int, frozenset[str]] | None = None,
 ) -> None:
     op = program[0]
     if op == J_NULLABLE:
@@ -232,7 +233,7 @@ def _write(  # noqa: C901 - one case per op
             out.append("null")
             return
         inner = shadow.branches[1] if isinstance(shadow, av.Union) else shadow
-        _write(program[1], inner, v, out, path, absent=absent)
+        _write(program[1], inner, v, out, path, absent=absent, refused=refused)
         return
     if v is None:
         if op in (J_NULL, J_TEXT):
@@ -247,16 +248,19 @@ def _write(  # noqa: C901 - one case per op
         first = True
         named = set()
         left_out = (absent or {}).get(id(shadow), frozenset())
+        not_null = (refused or {}).get(id(shadow), frozenset())  # JSON-text properties whose schema refuses null
         for i, (name, child, missing) in enumerate(program[1]):
             named.add(name)
             if name not in v or (v[name] is None and name in left_out):  # null where null breaks the schema: absent
                 if missing is None:
                     raise EncodeError(f"{path}: required property {name!r} is missing")
                 continue
+            if v[name] is None and name in not_null:
+                raise EncodeError(f"{path}.{name}: null is not allowed here")
             out.append((encode_basestring(name) if first else "," + encode_basestring(name)) + ":")
             first = False
             child_shadow = shadow_fields[i].type if i < len(shadow_fields) else shadow
-            _write(child, child_shadow, v[name], out, f"{path}.{name}", absent=absent)
+            _write(child, child_shadow, v[name], out, f"{path}.{name}", absent=absent, refused=refused)
         extra = v.get(extra_column) if program[2] and extra_column is not None else None
         if extra_column is not None and program[2]:
             named.add(extra_column)
@@ -282,7 +286,7 @@ def _write(  # noqa: C901 - one case per op
         for j, item in enumerate(v):
             if j:
                 out.append(",")
-            _write(program[1], item_shadow, item, out, f"{path}[{j}]", absent=absent)
+            _write(program[1], item_shadow, item, out, f"{path}[{j}]", absent=absent, refused=refused)
         out.append("]")
         return
     if op == J_MAP:
@@ -299,7 +303,7 @@ def _write(  # noqa: C901 - one case per op
                 if not isinstance(key, str):
                     raise EncodeError(f"{path}: map key {key!r} is not a string")
                 out.append(("," if j else "") + encode_basestring(key) + ":")
-                _write(program[1], value_shadow, item, out, f"{path}{{{key}}}", absent=absent)
+                _write(program[1], value_shadow, item, out, f"{path}{{{key}}}", absent=absent, refused=refused)
         except EncodeError:  # a key's or a value's own error (an EncodeError is a ValueError too)
             raise
         except (TypeError, ValueError):

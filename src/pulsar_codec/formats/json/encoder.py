@@ -100,9 +100,15 @@ def _as_array(col: Any) -> pa.Array:
 class _Columns:
     """Builds the fragment array of one program node over one Arrow array."""
 
-    def __init__(self, extra_column: str | None, absent_if_null: Mapping[int, frozenset[str]] | None = None) -> None:
+    def __init__(
+        self,
+        extra_column: str | None,
+        absent_if_null: Mapping[int, frozenset[str]] | None = None,
+        null_refused: Mapping[int, frozenset[str]] | None = None,
+    ) -> None:
         self.extra_column = extra_column
         self.absent_if_null = absent_if_null or {}
+        self.null_refused = null_refused or {}
 
     def nulls_ok(self, program: tuple[Any, ...]) -> bool:
         return program[0] in (J_NULLABLE, J_NULL)
@@ -245,6 +251,7 @@ class _Columns:
         fields = program[1]
         shadow_fields = shadow.fields if isinstance(shadow, av.Record) else []
         absent = self.absent_if_null.get(id(shadow), frozenset())
+        refused = self.null_refused.get(id(shadow), frozenset())
         members: list[_Member] = []
         for i, (name, child, missing) in enumerate(fields):
             arr = column(name)
@@ -256,7 +263,7 @@ class _Columns:
                 continue  # an optional property without a column is left out, as from a dict without it
             child_shadow = shadow_fields[i].type if i < len(shadow_fields) else shadow
             frags = self.fragments(child, child_shadow, arr, f"{path}.{name}", live)
-            if not self.nulls_ok(child):
+            if not self.nulls_ok(child) or name in refused:  # (a JSON-text column's program takes null)
                 self.check_present(arr, live, f"{path}.{name}")
                 frags = pc.fill_null(frags, _NULL_TEXT)  # rows outside ``live`` (null parents) only
             # null here means absent where "name": null would break the schema
@@ -412,7 +419,7 @@ class JsonEncoder:
 
     def _encode(self, data: pa.Table | pa.RecordBatch) -> pa.Array:
         n = data.num_rows
-        columns = _Columns(self.mapping.extra_column, self.mapping.absent_if_null)
+        columns = _Columns(self.mapping.extra_column, self.mapping.absent_if_null, self.mapping.null_refused)
         program, shadow = self._program, self._shadow
         names = set(data.schema.names)
         if len(names) != data.num_columns:
@@ -429,7 +436,7 @@ class JsonEncoder:
             self._refuse_extra(program, data.schema.names)
             wanted = [name for name, _, _ in program[1]]
             cols = [_as_array(data.column(c)) for c in wanted if c in names]
-            skip = self._null_rows(program, cols, n)
+            skip = self._null_rows(program, cols, self.mapping.null_refused.get(id(shadow), frozenset()))
             live = None if skip is None else pa.array(~skip)
             out = columns.object(
                 program,
@@ -468,10 +475,11 @@ class JsonEncoder:
         return names | {self.mapping.extra_column} if self.mapping.extra_column else names
 
     @staticmethod
-    def _null_rows(program: tuple[Any, ...], cols: list[pa.Array], n: int) -> np.ndarray | None:
-        """Rows whose property columns are all null, when the object cannot be all null."""
+    def _null_rows(program: tuple[Any, ...], cols: list[pa.Array], refused: frozenset[str]) -> np.ndarray | None:
+        """Rows whose property columns are all null, when the object cannot be all null (a
+        property refuses null: its program's, or its schema's for a ``refused`` JSON-text one)."""
         fields = program[1]
-        if all(child[0] in (J_NULLABLE, J_NULL) for _, child, _ in fields) or not cols:
+        if all(child[0] in (J_NULLABLE, J_NULL) and name not in refused for name, child, _ in fields) or not cols:
             return None
         if not all(c.null_count for c in cols):
             return None
@@ -503,6 +511,7 @@ class JsonEncoder:
                 self._top,
                 self.mapping.extra_column,
                 self.mapping.absent_if_null,
+                self.mapping.null_refused,
             )
         except RecursionError:
             raise EncodeError(f"{self._top}: the value nests deeper than it can be written") from None

@@ -136,6 +136,10 @@ class JsonMapping:
         ``id(node)`` of shadow records -> the optional properties whose schema refuses null: the
         encoder leaves such a property out of a row whose value is null (a decoded row holds null
         where the property was absent), since ``"name": null`` would break the schema.
+    null_refused : dict
+        ``id(node)`` of shadow records -> the required properties kept as JSON text whose schema
+        refuses null: their column takes null (a text column is nullable), but the encoder refuses
+        a null in them, as it does in a typed required property.
     """
 
     shadow: av.Schema
@@ -143,6 +147,7 @@ class JsonMapping:
     renames: dict[int, tuple[str, ...]] = field(default_factory=dict)
     extra_column: str | None = None
     absent_if_null: dict[int, frozenset[str]] = field(default_factory=dict)
+    null_refused: dict[int, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -205,6 +210,9 @@ class _JsonSchemaMapper:
         self.names = _Names()
         self.renames: dict[int, tuple[str, ...]] = {}
         self.absent_if_null: dict[int, frozenset[str]] = {}
+        self.null_refused: dict[int, frozenset[str]] = {}
+        self.model = model
+        self._validator: Any = None
         self.active: list[int] = []  # id() of the schema objects being expanded: a repeat is recursion
         self.ref_siblings_ignored = _ignores_ref_siblings(model.document)
 
@@ -390,11 +398,17 @@ class _JsonSchemaMapper:
         taken: set[str] = set()
         fields: list[tuple[str, tuple[Any, ...], bytes | None]] = []
         absent: set[str] = set()
+        refused: set[str] = set()
         for name, (sub, at) in properties:
             t = self.map(sub, at, f"{record.name}_{name}", depth + 1)
             is_required = name in required
-            if not is_required and not t.null_ok:
+            # a JSON-text column takes null whatever its schema says: ask the schema itself
+            is_text = t.program == (J_TEXT,)
+            refuses_null = not t.null_ok or (is_text and not self._admits_null(sub, at))
+            if not is_required and refuses_null:
                 absent.add(name)
+            if is_required and is_text and refuses_null:
+                refused.add(name)
             shadow, program = _placed(t, t.null_ok or not is_required)
             record.fields.append(av.Field(_distinct(avro_name(name), taken), shadow))
             missing = None if is_required else (b"" if shadow.type == "null" else b"\x00")
@@ -402,7 +416,20 @@ class _JsonSchemaMapper:
         self.renames[id(record)] = tuple(name for name, _ in properties)
         if absent:
             self.absent_if_null[id(record)] = frozenset(absent)
+        if refused:
+            self.null_refused[id(record)] = frozenset(refused)
         return _Typed(record, (J_OBJECT, tuple(fields), False), null_ok)
+
+    def _admits_null(self, schema: Any, resolver: Resolver) -> bool:
+        """Whether JSON null is valid under ``schema`` (its references read through ``resolver``),
+        as the ``jsonschema`` validator decides; a schema it cannot settle counts as admitting null
+        (null is then written, as before this check)."""
+        if self._validator is None:
+            self._validator = self.model.validator()
+        try:
+            return next(iter(self._validator.descend(None, schema, resolver=resolver)), None) is None
+        except (RecursionError, referencing.exceptions.Unresolvable):
+            return True
 
 
 def _is_object(schema: dict[str, Any]) -> bool:
@@ -507,10 +534,13 @@ def _with_extra(mapping: JsonMapping) -> JsonMapping:
     absent = dict(mapping.absent_if_null)
     if id(root) in absent:
         absent[id(shadow)] = absent.pop(id(root))
+    refused = dict(mapping.null_refused)
+    if id(root) in refused:
+        refused[id(shadow)] = refused.pop(id(root))
     kept: tuple[av.Schema, tuple[Any, ...]] = (shadow, (J_OBJECT, program[1], True))
     if wrapped:
         kept = av.Union([_NULL, kept[0]]), (J_NULLABLE, kept[1])
-    return JsonMapping(*kept, renames, column, absent)
+    return JsonMapping(*kept, renames, column, absent, refused)
 
 
 def map_model(model: JsonSchemaModel) -> JsonMapping:
@@ -532,7 +562,13 @@ def map_model(model: JsonSchemaModel) -> JsonMapping:
         t = mapper.map(model.document, model.resolver(), hint, 0)
         flat = isinstance(t.shadow, av.Record) and not t.null_ok
         shadow, program = (t.shadow, t.program) if flat else _placed(t, t.null_ok)
-        mapping = JsonMapping(shadow, program, mapper.renames, absent_if_null=mapper.absent_if_null)
+        mapping = JsonMapping(
+            shadow,
+            program,
+            mapper.renames,
+            absent_if_null=mapper.absent_if_null,
+            null_refused=mapper.null_refused,
+        )
     return _with_extra(mapping) if model.keep_extra else mapping
 
 

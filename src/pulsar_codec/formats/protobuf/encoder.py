@@ -15,6 +15,10 @@ path's bytes to the row path's. The columns are read the way the decoder maps th
   except the ``<oneof>_case`` columns the decoder adds, which pick the member to set when given
   (a case naming no member of its oneof, or two members set without a case, is an EncodeError);
 - a null -> the field left unset (proto3 implicit-presence fields then read as their default);
+- a row whose columns are all null -> a null payload (a tombstone) when one of them is a field
+  the decoder never reads as null (implicit presence, repeated, map, proto2 ``required`` or with
+  a ``[default = ...]``): only a decoded tombstone gives such a row. Where every column given is
+  a field that reads null when unset, the row is the empty message (which decodes to that row);
 - enum columns: dictionary or string names, the decimal text of an unknown number, or integers;
 - integers outside the field's range (int32, uint64, ...) are an EncodeError naming the field;
 - ``timestamp`` -> ``google.protobuf.Timestamp``, ``duration`` -> ``google.protobuf.Duration``
@@ -175,6 +179,8 @@ class ProtobufEncoder:
         self.descriptor: descriptor.Descriptor = self.model.descriptor()
         self._classes: dict[str, Any] = {}
         self._plans: dict[str, _Plan] = {}
+        # the fields the decoder never reads as null: a row of nulls with one of them is a tombstone
+        self._never_null = frozenset(f.name for f in self.descriptor.fields if not _reads_null_when_unset(f))
 
     def _class(self, desc: descriptor.Descriptor) -> Any:
         cls = self._classes.get(desc.full_name)
@@ -188,7 +194,8 @@ class ProtobufEncoder:
         """One payload per row of ``batch`` (a RecordBatch or Table): a binary array.
 
         A row is the message of its columns (one struct column of the message's shape is read as
-        the message too). A null struct row is a null payload.
+        the message too). A null struct row is a null payload, and so is a row whose columns are
+        all null when one of them is a field the decoder never reads as null (a decoded tombstone).
 
         Raises
         ------
@@ -211,7 +218,9 @@ class ProtobufEncoder:
             fields = [(column.type.field(i).name, column.field(i)) for i in range(column.type.num_fields)]
             written = self._columnar(fields, len(column), column.is_valid() if column.null_count else None)
         else:
-            written = self._columnar(list(zip(data.schema.names, arrays)), data.num_rows, None)
+            tombstones = self._tombstones(data.schema.names, arrays)
+            valid = None if tombstones is None else pa.array(~tombstones)
+            written = self._columnar(list(zip(data.schema.names, arrays)), data.num_rows, valid)
         if written is not None:
             return written
         return self._by_rows(batch)
@@ -243,10 +252,20 @@ class ProtobufEncoder:
                 rows = struct.to_pylist() if struct is not None else [{} for _ in range(data.num_rows)]
         except pa.ArrowInvalid as exc:  # values Arrow itself refuses to read (a null map key)
             raise EncodeError(f"the batch's values cannot be read: {exc}") from None
+        tombstones = None if as_struct else self._tombstones(data.schema.names, arrays)
         out: list[bytes | None] = []
         for i, row in enumerate(rows):
-            out.append(None if row is None else self._payload(row, i))
+            null = row is None or (tombstones is not None and tombstones[i])
+            out.append(None if null else self._payload(row, i))
         return pa.array(out, pa.binary())
+
+    def _tombstones(self, names: list[str], arrays: list[pa.Array]) -> np.ndarray | None:
+        """The rows whose columns (``names``, ``arrays``) are all null, when one of them is a field
+        the decoder never reads as null: null payloads (None when there are none)."""
+        if self._never_null.isdisjoint(names) or not all(a.null_count for a in arrays):
+            return None
+        rows = np.logical_and.reduce([np.asarray(_nulls(a).to_numpy(zero_copy_only=False), dtype=bool) for a in arrays])
+        return rows if rows.any() else None
 
     def _columnar(self, columns: list[tuple[str, pa.Array]], length: int, valid: pa.Array | None) -> pa.Array | None:
         """The payloads written column by column (:mod:`._columnar`), null where ``valid`` is
@@ -497,6 +516,23 @@ def _enum_number(enum: descriptor.EnumDescriptor, value: Any, path: str) -> int:
         names = ", ".join(enum.values_by_name)
         raise EncodeError(f"{path}: {value!r} is not a value of enum {enum.full_name} ({names})")
     raise EncodeError(f"{path}: enum {enum.full_name} needs a name or number, got {type(value).__name__}")
+
+
+def _nulls(array: pa.Array) -> pa.Array:
+    """Where ``array`` is null, a dictionary's null values counted too."""
+    return (array.dictionary_decode() if pa.types.is_dictionary(array.type) else array).is_null()
+
+
+def _reads_null_when_unset(field: descriptor.FieldDescriptor) -> bool:
+    """Whether the decoder reads ``field`` as null when a payload leaves it unset (README,
+    "Protobuf -> Arrow"): a oneof member, or a field with presence and no ``[default = ...]``."""
+    if _is_repeated(field) or field.is_required:
+        return False
+    oneof = field.containing_oneof
+    if oneof is not None and not _synthetic(oneof):
+        return True
+    has_default = field.has_default_value and field.type not in (_FD.TYPE_MESSAGE, _FD.TYPE_GROUP)
+    return bool(field.has_presence) and not has_default
 
 
 def _synthetic(oneof: descriptor.OneofDescriptor) -> bool:
