@@ -131,6 +131,24 @@ def test_decimals_are_exact_past_28_digits(backend):
     assert both_paths(enc, batch) == [expected]
 
 
+def test_decimal_text_is_spark_s_form_of_a_wide_decimal(backend):
+    """Spark's decimals stop at 38 digits: it holds a wider Avro decimal as text (spark.decode's
+    string column), which writes back to the same bytes; text that is no finite decimal is refused."""
+    dec = {"type": "bytes", "logicalType": "decimal", "precision": 40, "scale": 2}
+    value = D("12345678901234567890123456789012345678.01")
+    enc = avro.Encoder(record(("d", dec)))
+    expected = fastavro_bodies(record(("d", dec)), [{"d": value}])[0]
+    assert both_paths(enc, pa.record_batch({"d": pa.array([str(value)], pa.string())})) == [expected]
+    assert enc.encode_value({"d": str(value)}) == expected
+    for text, why in (
+        ("12.345", "more digits|rounded|scale"),
+        ("abc", "not a decimal number"),
+        ("NaN", "not a finite"),
+    ):
+        with pytest.raises(EncodeError, match=why):
+            enc.encode_value({"d": text})
+
+
 @pytest.mark.parametrize("value", ["NaN", "sNaN", "-Infinity"])
 @pytest.mark.parametrize("dec", [DEC_BYTES, DEC_FIXED], ids=["bytes", "fixed"])
 def test_decimal_nan_and_infinity_are_encode_errors(dec, value):

@@ -584,7 +584,8 @@ def test_dead_letters_are_the_rows_json_text():
 
     import pyarrow as pa
 
-    from pulsar_codec.integrations.spark.pulsar_dead_letter import error_text, row_json
+    from pulsar_codec.integrations.spark.batches import local_encode_text
+    from pulsar_codec.integrations.spark.pulsar_dead_letter import row_json
 
     batch = pa.RecordBatch.from_pylist(
         [
@@ -621,7 +622,8 @@ def test_dead_letters_are_the_rows_json_text():
         "s": {"x": [1.5, "-inf"], "t": "é\u2028"},
     }
     assert "é".encode() in text  # UTF-8, not escaped
-    assert error_text("row 3: field 'n': too big") == "field 'n': too big"
+    assert local_encode_text("row 3: R.n: too big") == "R.n: too big"
+    assert local_encode_text("Record.a: row 1: not a date") == "Record.a: not a date"
 
 
 # -- options, refused before any task runs ----------------------------------------------------------
@@ -683,6 +685,12 @@ def test_option_errors(spark, registered, pulsar_broker, tmp_path):
     with pytest.raises(ValueError, match=r"no option 'topics' \(did you mean 'topic'\?\)"):
         SinkPlan.from_options(
             {"service_url": pulsar_broker.url, "topics": "t"}, StructType().add("value", "binary"), False
+        )
+    with pytest.raises(ValueError, match="no option 'on_error': .* unless the option dead_letter_topic"):
+        SinkPlan.from_options(
+            {"service_url": pulsar_broker.url, "topic": "t", "on_error": "null"},
+            StructType().add("value", "binary"),
+            False,
         )
     with pytest.raises(ValueError, match="cannot overwrite"):
         SinkPlan.from_options(

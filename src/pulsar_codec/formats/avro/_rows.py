@@ -341,6 +341,11 @@ def _unscaled(v: Any, scale: int, precision: int, path: str) -> int:
     """The unscaled integer of ``v`` at ``scale``, exactly (integer arithmetic: ``Decimal.scaleb``
     rounds to the context's 28 digits), refusing what would need rounding or more digits than
     ``precision``."""
+    if isinstance(v, str):  # Spark's form of a decimal of more than 38 digits (its decimals stop there)
+        try:
+            v = decimal.Decimal(v)
+        except decimal.InvalidOperation:
+            raise EncodeError(f"{path}: {v!r} is not a decimal number") from None
     if not isinstance(v, decimal.Decimal):
         raise EncodeError(f"{path}: expected a Decimal, got {v!r}")
     if not v.is_finite():

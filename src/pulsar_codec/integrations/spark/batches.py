@@ -13,9 +13,10 @@ import pyarrow.compute as pc
 from ...errors import DecodeError
 from .types import ERROR_TYPE
 
-__all__ = ["error_array", "error_column", "local_text", "replace_columns", "row_error", "valid"]
+__all__ = ["error_array", "error_column", "local_encode_text", "local_text", "replace_columns", "row_error", "valid"]
 
 _LOCATION = re.compile(r"\(message \d+, byte (\d+)\)")
+_ENCODED_ROW = re.compile(r"\brow \d+: ?")
 
 RowError = tuple[int, "int | None", int, str]
 """(row in the batch, error code or None, byte offset, message text) of one bad row."""
@@ -30,6 +31,12 @@ def local_text(text: str) -> str:
     """An error text without the row number inside the Arrow batch (meaningless in a DataFrame);
     the byte offset stays."""
     return _LOCATION.sub(r"(byte \1)", text)
+
+
+def local_encode_text(text: str) -> str:
+    """An EncodeError's text without the row it names (``row 3:``, counted in the task's Arrow
+    batch, meaningless in a DataFrame); the field path stays."""
+    return _ENCODED_ROW.sub("", text, count=1)
 
 
 def row_error(exc: DecodeError) -> RowError:

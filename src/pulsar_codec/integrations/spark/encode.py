@@ -21,7 +21,7 @@ from ...formats.base import Encoded, check_on_error
 from ...pipeline import MessageEncoder
 from ...pipeline._common import SubjectShape, subject_format
 from ...registry.lookup import RegistrySource
-from .batches import replace_columns
+from .batches import local_encode_text, replace_columns
 from .decode import check_protocol
 from .executor import shared_encoder, use_backend
 
@@ -79,7 +79,7 @@ class EncodeJob:
         if errors is not None:
             texts: list[str | None] = [None] * len(framed)
             for index, message in zip(errors.column("index").to_pylist(), errors.column("message").to_pylist()):
-                texts[index] = message
+                texts[index] = local_encode_text(message)
             columns[ENCODE_ERROR] = pa.array(texts, pa.string())
         if not every:
             positions = pa.array(np.cumsum(valid) - 1, pa.int64(), mask=~valid)

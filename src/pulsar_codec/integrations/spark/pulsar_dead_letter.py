@@ -17,12 +17,12 @@ import datetime
 import decimal
 import json
 import math
-import re
 import threading
 from typing import Any
 
 import pyarrow as pa
 
+from .batches import local_encode_text
 from .pulsar_offsets import broker_calls
 
 __all__ = ["ERROR_PROPERTY", "PART_PROPERTY", "TOPIC_PROPERTY", "DeadLetters", "row_json"]
@@ -33,9 +33,6 @@ TOPIC_PROPERTY = "pulsar_codec.topic"
 """The property naming the topic the row was meant for."""
 PART_PROPERTY = "pulsar_codec.part"
 """The property naming what could not be encoded: ``value``, or a KeyValue topic's ``key``."""
-
-_ROW = re.compile(r"\brow \d+: ?")
-"""The row number an EncodeError's text starts with: counted in an internal batch, meaningless here."""
 
 
 def row_json(batch: pa.RecordBatch, row: int) -> bytes:
@@ -61,11 +58,6 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, decimal.Decimal):
         return str(value)
     return str(value)  # durations, month-day-nano intervals: their text
-
-
-def error_text(text: str) -> str:
-    """An EncodeError's text without the row number it starts with."""
-    return _ROW.sub("", text, count=1)
 
 
 class DeadLetters:
@@ -101,7 +93,7 @@ class DeadLetters:
                 self.producer = self.client.create_producer(
                     self.topic, batching_enabled=True, block_if_queue_full=True, send_timeout_millis=self.timeout_ms
                 )
-        properties = {ERROR_PROPERTY: error_text(error), TOPIC_PROPERTY: self.target, PART_PROPERTY: part}
+        properties = {ERROR_PROPERTY: local_encode_text(error), TOPIC_PROPERTY: self.target, PART_PROPERTY: part}
         options: dict[str, Any] = {"properties": properties}
         if key:
             options["partition_key"] = key

@@ -19,6 +19,7 @@ from ...registry import RegistryConfig
 from .pulsar_offsets import EARLIEST, LATEST, decode_offset, split_partition
 
 __all__ = [
+    "SINK_HINTS",
     "SINK_OPTIONS",
     "SOURCE_OPTIONS",
     "check_names",
@@ -55,12 +56,14 @@ SOURCE_OPTIONS = _REGISTRY_OPTIONS | {
     "reader_subject",
     "subject",
     "format",
+    "message",
     "protocol",
     "keyvalue",
     "key_encoding",
     "key_reader_schema",
     "key_subject",
     "key_format",
+    "key_message",
     "max_records_per_trigger",
     "timeout_ms",
 }
@@ -71,6 +74,7 @@ SINK_OPTIONS = _REGISTRY_OPTIONS | {
     "subject",
     "schema",
     "format",
+    "message",
     "protocol",
     "key_column",
     "keyvalue",
@@ -78,6 +82,7 @@ SINK_OPTIONS = _REGISTRY_OPTIONS | {
     "key_schema",
     "key_subject",
     "key_format",
+    "key_message",
     "use_latest",
     "auto_register",
     "dead_letter_topic",
@@ -86,14 +91,26 @@ SINK_OPTIONS = _REGISTRY_OPTIONS | {
 """The options ``df.write(Stream).format("pulsar")`` reads."""
 
 
-def check_names(options: Mapping[str, str], known: frozenset[str], what: str) -> None:
+SINK_HINTS = {
+    "on_error": "a row the writer schema cannot take fails its task, unless the option dead_letter_topic"
+    " names a topic for such rows",
+}
+"""Names of this package's Python API that the sink reads as another option, and what to do."""
+
+
+def check_names(
+    options: Mapping[str, str], known: frozenset[str], what: str, hints: Mapping[str, str] | None = None
+) -> None:
     """Refuse an option name close to one ``what`` reads (a misspelt or Kafka-style name such as
-    ``startingOffsets`` would otherwise be ignored, and the query run with the default); warn of
-    any other name it does not read (Spark's own options, such as ``checkpointLocation``, pass)."""
+    ``startingOffsets`` would otherwise be ignored, and the query run with the default), or one
+    ``hints`` explains; warn of any other name it does not read (Spark's own options, such as
+    ``checkpointLocation``, pass)."""
     for name in options:
         key = str(name).lower()
         if key in known or key in _SPARK_OPTIONS:
             continue
+        if hints and key in hints:
+            raise ValueError(f"{what} has no option {name!r}: {hints[key]}")
         if key == "path":
             raise ValueError(f"{what} takes no path (load() / save() without an argument): give the topics as options")
         spelt = key.replace("_", "")

@@ -33,7 +33,15 @@ from .executor import count_batch, shared_decoder
 from .keyvalue import SplitJob
 from .types import ERROR_TYPE, reader_struct, spark_arrow_type, spark_type
 
-__all__ = ["PartDecoder", "PrimitiveKey", "PrimitiveKeyPart", "RowMaker", "prefix_ids", "separated_keys"]
+__all__ = [
+    "PartDecoder",
+    "PrimitiveKey",
+    "PrimitiveKeyPart",
+    "RowMaker",
+    "prefix_ids",
+    "primitive_names",
+    "separated_keys",
+]
 
 
 def prefix_ids(payloads: Any, protocol: wire.Protocol) -> pa.Array:
@@ -93,6 +101,21 @@ class PartDecoder:
         return out.column("value"), out.column("decode_error")
 
 
+def primitive_names() -> list[str]:
+    """The Pulsar primitive schema types a KeyValue key can be read as (``key_format``)."""
+    from ...primitives import arrow_type
+    from ...pulsar.schema_info import SchemaType
+
+    names = []
+    for schema_type in SchemaType:
+        try:
+            arrow_type(schema_type)
+        except SchemaError:
+            continue
+        names.append(schema_type.name)
+    return names
+
+
 @dataclass(frozen=True)
 class PrimitiveKey:
     """A KeyValue key of a Pulsar primitive schema (``key_format=STRING``, ``INT64``, ...): PIP-420
@@ -102,15 +125,30 @@ class PrimitiveKey:
 
     @classmethod
     def named(cls, name: str | None) -> PrimitiveKey | None:
-        """The key of ``key_format`` ``name`` when it names a Pulsar primitive type, else None."""
+        """The key of ``key_format`` ``name`` when it names a Pulsar primitive type; None for a
+        registry format (``AVRO``, ``JSON``, ``PROTOBUF``: the key is read through the registry).
+
+        Raises
+        ------
+        ValueError
+            ``name`` is neither (a typo would otherwise be looked up as a registry subject).
+        """
         if not name:
             return None
+        from ...formats import get_format
         from ...primitives import arrow_type
 
         try:
             arrow_type(name)
         except (SchemaError, ValueError, KeyError):
-            return None  # a registry format (AVRO, JSON, PROTOBUF): read through the registry
+            try:
+                get_format(name)
+            except SchemaError:
+                raise ValueError(
+                    f"option 'key_format' must name a registry format (AVRO, JSON, PROTOBUF) or a Pulsar "
+                    f"primitive type ({', '.join(primitive_names())}), got {name!r}"
+                ) from None
+            return None
         return cls(name.upper())
 
     def spark_type(self) -> Any:

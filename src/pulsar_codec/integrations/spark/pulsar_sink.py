@@ -14,18 +14,20 @@ Options
 ``subject`` (default ``<topic>-value``, the topic's local name); ``protocol`` (default
 ``CONFLUENT``, ``CONFLUENT_PROTOBUF`` for Protobuf); ``format`` (``AVRO``, ``JSON``,
 ``PROTOBUF``; default the subject's, its latest version's ``schemaType``, else ``AVRO``);
-``schema`` (writer schema text);
+``schema`` (writer schema text); ``message`` (Protobuf: the full name of the message type
+written, default the schema's first; the frames carry its message-index path; refused for Avro
+and JSON);
 ``use_latest`` (write with the subject's latest version, default false); ``auto_register``
 (default true; false only looks the schema up); ``key_column`` (a string column sent as the
 partition key; null sends none); ``dead_letter_topic`` (where the rows that cannot be encoded go,
 see below); ``timeout_ms``.
 
 KeyValue topics: ``keyvalue`` (``INLINE`` or ``SEPARATED``, as the source reads them);
-``key_subject`` (default ``<topic>-key``), ``key_schema`` (the key's writer schema text) and
-``key_format`` (default ``format``) settle the key as ``subject``, ``schema`` and ``format`` do the
-value (``use_latest``, ``auto_register`` and ``protocol`` apply to both); ``key_encoding``
-(SEPARATED: ``base64``, the default, as Java writes the partition key, or ``raw``, the key's UTF-8
-text as the C++ client writes it). ``key_column`` is refused with ``keyvalue``.
+``key_subject`` (default ``<topic>-key``), ``key_schema`` (the key's writer schema text),
+``key_format`` (default ``format``) and ``key_message`` settle the key as ``subject``, ``schema``,
+``format`` and ``message`` do the value (``use_latest``, ``auto_register`` and ``protocol`` apply
+to both); ``key_encoding`` (SEPARATED: ``base64``, the default, as Java writes the partition key,
+or ``raw``, the key's UTF-8 text as the C++ client writes it). ``key_column`` is refused with ``keyvalue``.
 
 What is encoded
 ---------------
@@ -81,7 +83,16 @@ from .encode import ENCODE_ERROR, EncodeJob, _body_schema, _writer_text
 from .executor import shared_encoder, use_backend
 from .pulsar_dead_letter import DeadLetters
 from .pulsar_offsets import broker_calls, shared_client, split_partition
-from .pulsar_options import SINK_OPTIONS, check_names, flag, full_topic, positive_int, registry_config, required
+from .pulsar_options import (
+    SINK_HINTS,
+    SINK_OPTIONS,
+    check_names,
+    flag,
+    full_topic,
+    positive_int,
+    registry_config,
+    required,
+)
 
 __all__ = [
     "PartEncoder",
@@ -140,8 +151,10 @@ class PartEncoder:
     ) -> PartEncoder:
         """Register the writer schema of one part (or take its subject's latest version), on the driver.
 
-        The value reads the options ``subject``, ``schema`` and ``format``; a KeyValue key reads
-        ``key_subject``, ``key_schema`` and ``key_format`` (default ``format``). The subject
+        The value reads the options ``subject``, ``schema``, ``format`` and ``message``; a KeyValue
+        key reads ``key_subject``, ``key_schema``, ``key_format`` (default ``format``) and
+        ``key_message``. ``message`` (Protobuf only) is passed to every encoder, as
+        :func:`pulsar_codec.spark.encode` passes it. The subject
         defaults to ``<topic>-<part>``, the topic's local name. ``on_error="null"`` (a dead-letter
         topic): a row that cannot be encoded is reported by :meth:`framed` instead of raised.
         """
@@ -150,9 +163,14 @@ class PartEncoder:
         subject = options.get(f"{prefix}subject") or split_partition(topic)[0].rsplit("/", 1)[-1] + f"-{part}"
         if fmt is None:  # the subject says its format (a registry schemaType), if it has versions
             fmt = subject_format(registry, subject)
+        message = str(options.get(f"{prefix}message") or "").strip() or None
+        if message is not None and getattr(get_format(fmt), "select", None) is None:  # one type per schema
+            raise ValueError(
+                f"option '{prefix}message' applies to Protobuf schemas; {subject!r} is written as {get_format(fmt).name}"
+            )
         if flag(options, "use_latest", False):
             # the version as the encoder parses it (a Protobuf schema's imports fetched as references)
-            latest = MessageEncoder(registry, subject, protocol=protocol, format=fmt, use_latest=True)
+            latest = MessageEncoder(registry, subject, protocol=protocol, format=fmt, use_latest=True, message=message)
             schema_id, model = latest.latest_writer()
             writer_format = get_format(fmt)
             text = model if writer_format.name == "PROTOBUF" else writer_format.schema_text(model)
@@ -166,17 +184,25 @@ class PartEncoder:
                 schema=text,
                 format=fmt,
                 auto_register=flag(options, "auto_register", True),
+                message=message,
             )
             schema_id, _ = registering.encode_payloads(body.empty_table())
         schema_id = int(schema_id)
         encoder = MessageEncoder(
-            {}, subject, protocol=protocol, schema=text, schema_id=schema_id, format=fmt, on_error=on_error
+            {},
+            subject,
+            protocol=protocol,
+            schema=text,
+            schema_id=schema_id,
+            format=fmt,
+            on_error=on_error,
+            message=message,
         )
         if flag(options, "use_latest", False):
             # a column the version has no field for, or the reverse, fails here, not in every task
             encoder.encode_payloads(_body_schema(spark_type)[0].empty_table())
         key = text if isinstance(text, str) else get_format(fmt).schema_key(text)
-        return cls(encoder, (key, schema_id, encoder.protocol.name, fmt, on_error))
+        return cls(encoder, (key, schema_id, encoder.protocol.name, fmt, message, on_error))
 
     def local(self) -> MessageEncoder | None:
         """This executor process's encoder (shared by the tasks that bring equal ones)."""
@@ -203,7 +229,7 @@ def _keyvalue_options(options: Mapping[str, str], names: list[str]) -> tuple[str
     """The KeyValue encoding (``keyvalue``) and ``key_encoding``, checked against the columns."""
     kv = options.get("keyvalue") or None
     if kv is None:
-        for option in ("key_subject", "key_schema", "key_format", "key_encoding"):
+        for option in ("key_subject", "key_schema", "key_format", "key_message", "key_encoding"):
             if options.get(option):
                 raise ValueError(f'the option {option!r} applies to KeyValue topics: give the option "keyvalue" too')
         return None, "base64"
@@ -296,7 +322,7 @@ class SinkPlan:
         """Read the options and settle the writer schemas (registered here, on the driver)."""
         from pyspark.sql.types import BinaryType, StringType, StructType
 
-        check_names(options, SINK_OPTIONS, 'format("pulsar") (writing)')
+        check_names(options, SINK_OPTIONS, 'format("pulsar") (writing)', SINK_HINTS)
         if overwrite:
             raise ValueError('format("pulsar") appends to a topic; it cannot overwrite one (use mode "append")')
         topic = full_topic(required(options, "topic"))

@@ -40,15 +40,21 @@ Options
     or of the one topic ``topics_pattern`` matches when the query is planned) when
     Spark asks for the schema; every version of that subject is shipped to the executors. A
     version registered while a stream runs is read with the schema the stream started with.
+``message``
+    Protobuf: the full name of the message type ``value`` is read as (``shop.v1.Order``); default
+    the reader schema's first message. Messages of another type are error rows
+    (``SCHEMA_OTHER_MESSAGE``). Refused for Avro and JSON.
 ``protocol``
     The wire prefix (any :mod:`pulsar_codec.wire` protocol). Default: Confluent's, with its
     message-index array for Protobuf (``CONFLUENT_PROTOBUF``), as Confluent's serializers write.
-``keyvalue``, ``key_encoding``, ``key_reader_schema``, ``key_subject``, ``key_format``
+``keyvalue``, ``key_encoding``, ``key_reader_schema``, ``key_subject``, ``key_format``, ``key_message``
     KeyValue topics: ``INLINE`` or ``SEPARATED`` (``key_encoding``: ``base64``, the default, as
     Java writes the partition key, or ``raw``); ``key`` becomes the decoded key struct (newest
     version of ``key_subject`` or ``<topic>-key``), or the key bytes with ``decode=false``. A key
     of a Pulsar primitive schema (PIP-420 allows one, with no registry id) is read with
-    ``key_format`` naming it (``STRING``, ``INT64``, ``BYTES``, ...): ``key`` is then that value.
+    ``key_format`` naming it (``STRING``, ``INT64``, ``BYTES``, ...): ``key`` is then that value;
+    another ``key_format`` than those and ``AVRO``, ``JSON``, ``PROTOBUF`` is refused.
+    ``key_message`` is the key's ``message``.
 ``max_records_per_trigger``
     Streaming: at most this many entries per micro-batch, shared among the partitions (a
     producer's batch is one entry; see :func:`.pulsar_offsets.plan_ends`).
@@ -87,6 +93,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, Supp
 
 from ... import wire
 from ..._kernels import _backend
+from ...formats import get_format
 from ...keyvalue import KeyValueEncodingType
 from ...pipeline import MessageDecoder
 from ...pulsar._sdk import check_key_encoding
@@ -148,16 +155,25 @@ class ValueReader:
         cls, options: Mapping[str, str], config: Any, topics: tuple[str, ...], protocol: wire.Protocol | None, part: str
     ) -> ValueReader:
         """The reader of one part; without ``protocol`` the decoder picks the format's own prefix
-        (Confluent's, with its message indexes for Protobuf), as :func:`pulsar_codec.decode` does."""
+        (Confluent's, with its message indexes for Protobuf), as :func:`pulsar_codec.decode` does.
+        The option ``message`` (``key_message`` for the key) names the Protobuf message type read."""
         setup = resolve_reader(options, config, topics, part)
+        option = "message" if part == "value" else "key_message"
+        message = str(options.get(option) or "").strip() or None
+        if message is not None:
+            fmt = get_format(setup.format)
+            if getattr(fmt, "select", None) is None:  # one type per schema: nothing to choose
+                raise ValueError(f"option {option!r} applies to Protobuf schemas; the {part} schema is {fmt.name}")
         decoder = MessageDecoder(
             ShippedSchemas(setup.shipped, config),
             protocol=protocol,
             reader_schema=setup.reader_schema,
             on_error="null",
             format=setup.format,
+            message=message,
         )
-        return cls(decoder, ("pulsar-source", config, decoder.protocol.name, setup.format, setup.reader_schema))
+        key = ("pulsar-source", config, decoder.protocol.name, setup.format, setup.reader_schema, message)
+        return cls(decoder, key)
 
     def spark_type(self) -> Any:
         """The Spark type of the decoded struct."""
@@ -217,7 +233,8 @@ class SourcePlan:
         kv = options.get("keyvalue") or None
         kv_encoding = KeyValueEncodingType.parse(kv).name if kv else None
         key_encoding = check_key_encoding(options.get("key_encoding") or "base64")
-        value = key = None
+        value: ValueReader | None = None
+        key: ValueReader | PrimitiveKey | None = None
         if flag(options, "decode", True):
             config = registry_config(options)
             if config is None:
@@ -226,8 +243,17 @@ class SourcePlan:
                 )
             value = ValueReader.resolve(options, config, topics, protocol, "value")
             if kv_encoding is not None:
-                key = PrimitiveKey.named(options.get("key_format")) or ValueReader.resolve(
-                    options, config, topics, protocol, "key"
+                key = PrimitiveKey.named(options.get("key_format"))
+                if key is None:
+                    key = ValueReader.resolve(options, config, topics, protocol, "key")
+                elif options.get("key_message"):
+                    raise ValueError(
+                        f"option 'key_message' applies to Protobuf keys; key_format={key.schema_type} is a "
+                        "Pulsar primitive type"
+                    )
+            elif options.get("key_message"):
+                raise ValueError(
+                    "the option 'key_message' applies to KeyValue topics: give the option \"keyvalue\" too"
                 )
         starting = OffsetSpec.parse(options.get("starting_offsets"), EARLIEST, "starting_offsets")
         ending = OffsetSpec.parse(options.get("ending_offsets"), LATEST, "ending_offsets")
