@@ -852,3 +852,67 @@ def test_rates_print_in_a_unit_that_shows_them():
     assert rate(2_000, 1.0) == "2.0k rows/s"  # 0.00M would say nothing
     assert rate(300, 2.0) == "150 rows/s"
     assert rate(10, 0.0) == "n/a"
+
+
+@pytest.mark.slow
+def test_decode_spark_engine_writes_avro_time_and_union_fields_as_the_local_engine(tmp_path):
+    pytest.importorskip("pyspark")
+    import datetime
+
+    addr = {"type": "record", "name": "Addr", "fields": [{"name": "city", "type": "string"}]}
+    schema = {
+        "type": "record",
+        "name": "T",
+        "fields": [
+            {"name": "ms", "type": {"type": "int", "logicalType": "time-millis"}},
+            {"name": "us", "type": ["null", {"type": "long", "logicalType": "time-micros"}]},
+            {"name": "u", "type": ["long", addr]},
+        ],
+    }
+    u = pa.UnionArray.from_dense(
+        pa.array([1, 0], pa.int8()),
+        pa.array([0, 0], pa.int32()),
+        [pa.array([5], pa.int64()), pa.array([{"city": "Oslo"}], pa.struct([pa.field("city", pa.string(), False)]))],
+        ["long", "Addr"],
+    )
+    rows = pa.table(
+        {
+            "ms": pa.array([datetime.time(1, 2, 3, 456000), datetime.time(23, 59, 59, 999000)], pa.time32("ms")),
+            "us": pa.array([datetime.time(0, 0, 0, 1), None], pa.time64("us")),
+            "u": u,
+        }
+    )
+    registry = LocalRegistry(tmp_path / "t.db")
+    messages = pulsar_codec.encode(rows, registry, "t-value", schema=json.dumps(schema)).to_pylist()
+    registry.close()
+    # kept TIME columns: Spark reads them in their own unit and writes them so; the local engine too
+    at_ns = pa.array([1_000_000_999, None, 86_399_999_999_999], pa.time64("ns"))
+    at_us = pa.array([1_000_001, 2, None], pa.time64("us"))
+    pq.write_table(
+        pa.table({"value": pa.array([*messages, None], pa.binary()), "at": at_ns, "at_us": at_us}),
+        tmp_path / "in.parquet",
+    )
+    tables = []
+    for engine in ("local", "spark"):
+        argv = [
+            "decode",
+            str(tmp_path / "in.parquet"),
+            "-o",
+            str(tmp_path / engine),
+            "--keep",
+            "at,at_us",
+            "--registry",
+        ]
+        out = run_cli(*argv, str(tmp_path / "t.db"), "--engine", engine, "-q")
+        assert out.returncode == 0, out.stderr[-3000:]
+        tables.append(pq.read_table(tmp_path / engine))
+    local, remote = tables
+    # Spark's TimeType holds microseconds: both engines write Parquet TIME(MICROS)
+    assert local.schema.field("ms").type == pa.time64("us") == local.schema.field("us").type
+    assert local.column("at").cast(pa.int64()).to_pylist() == at_ns.cast(pa.int64()).to_pylist()
+    assert local.column("at_us").to_pylist() == at_us.to_pylist()
+    assert (local.schema.field("at").type, local.schema.field("at_us").type) == (pa.time64("ns"), pa.time64("us"))
+    assert local.schema.remove_metadata() == remote.schema.remove_metadata()
+    assert local.to_pylist() == remote.to_pylist()
+    assert local.column("ms").to_pylist() == [datetime.time(1, 2, 3, 456000), datetime.time(23, 59, 59, 999000), None]
+    assert local.column("u").to_pylist() == [{"long": None, "Addr": {"city": "Oslo"}}, {"long": 5, "Addr": None}, None]

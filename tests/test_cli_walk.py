@@ -371,3 +371,72 @@ def test_readme_synopsis_shows_every_option():
                 shown = [o for o in action.option_strings if re.search(rf"\[{o}\b|\s{o}\s", synopsis)]
                 assert shown, f"{name} {'/'.join(action.option_strings)} is not in the README's synopsis"
     assert "--schema-type AVRO|JSON|PROTOBUF" in synopsis
+
+
+# -- 5. unions with a record branch; a failed decode keeps the earlier output ------------------------
+
+GEO = {"type": "record", "name": "Geo", "fields": [{"name": "lat", "type": "double"}]}
+ADDR = {"type": "record", "name": "Addr", "fields": [{"name": "city", "type": "string"}, {"name": "geo", "type": GEO}]}
+UNION_SCHEMA = json.dumps({"type": "record", "name": "U", "fields": [{"name": "u", "type": ["long", ADDR]}]})
+
+
+def union_input(path, db):
+    """Messages of a union whose second branch is a record with required fields (nested too), a
+    bad message and a tombstone; the registry database at ``db``."""
+    import pulsar_codec as pc
+
+    geo = pa.struct([pa.field("lat", pa.float64(), nullable=False)])
+    addr = pa.struct([pa.field("city", pa.string(), nullable=False), pa.field("geo", geo, nullable=False)])
+    u = pa.UnionArray.from_dense(
+        pa.array([0, 1, 0], pa.int8()),
+        pa.array([0, 0, 1], pa.int32()),
+        [pa.array([5, 7], pa.int64()), pa.array([{"city": "Oslo", "geo": {"lat": 59.9}}], addr)],
+        ["long", "Addr"],
+    )
+    registry = LocalRegistry(db)
+    messages = pc.encode(pa.table({"u": u}), registry, "u-value", schema=UNION_SCHEMA).to_pylist()
+    registry.close()
+    pq.write_table(pa.table({"value": pa.array([*messages, b"\x00\x00\x00\x00\x01", None], pa.binary())}), path)
+
+
+def test_union_with_a_record_branch_decodes_on_the_local_engine(tmp_path, capsys):
+    union_input(tmp_path / "in.parquet", tmp_path / "u.db")
+    argv = ["decode", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out"), "--registry", str(tmp_path / "u.db")]
+    assert cli.main([*argv, "-q"]) == 0, capsys.readouterr().err
+    table = pq.read_table(tmp_path / "out")
+    assert [row["u"] for row in table.to_pylist()] == [
+        {"long": 5, "Addr": None},
+        {"long": None, "Addr": {"city": "Oslo", "geo": {"lat": 59.9}}},
+        {"long": 7, "Addr": None},
+        None,
+        None,
+    ]
+    # the branch is nullable, its fields as the schema has them (as Spark writes the same table)
+    addr = table.schema.field("u").type.field("Addr")
+    assert addr.nullable and not addr.type.field("city").nullable and not addr.type.field("geo").nullable
+    assert table["decode_error"].to_pylist()[3]["code"] is not None and table["decode_error"][4].as_py() is None
+
+
+def test_a_failed_decode_keeps_the_earlier_output_and_leaves_no_partial_files(tmp_path, monkeypatch, capsys):
+    from pulsar_codec.cli import parquet_io
+
+    union_input(tmp_path / "in.parquet", tmp_path / "u.db")
+    out, dead = tmp_path / "out", tmp_path / "dead"
+    argv = ["decode", str(tmp_path / "in.parquet"), "-o", str(out), "--registry", str(tmp_path / "u.db"), "-q"]
+    assert cli.main([*argv, "--dead-letter", str(dead)]) == 0, capsys.readouterr().err
+    before = {p.name: p.read_bytes() for folder in (out, dead) for p in folder.iterdir()}
+    listing = sorted(p.name for p in tmp_path.iterdir())
+
+    def disk_full(*args, **kwargs):  # the part file is open when a batch fails
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(parquet_io, "convert_batch", disk_full)
+    for more in (["--dead-letter", str(dead)], [], ["-o", str(tmp_path / "new")]):
+        assert cli.main([*argv, *more]) != 0
+        assert sorted(p.name for p in tmp_path.iterdir()) == listing  # no partial folder, no new output
+        assert {p.name: p.read_bytes() for folder in (out, dead) for p in folder.iterdir()} == before
+    monkeypatch.undo()
+    # a run that succeeds replaces the output and leaves nothing beside it
+    assert cli.main([*argv, "--dead-letter", str(dead)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == listing
+    assert len(pq.read_table(out)) == 4 and len(pq.read_table(dead)) == 1

@@ -453,6 +453,34 @@ def test_a_topic_read_with_spark_writes_back_as_it_was(spark, tmp_path):
     reg.close()
 
 
+def test_decoded_times_can_be_cached_and_written(spark, tmp_path):
+    """Avro time-millis / time-micros decode to Spark's TIME type, which Spark 4.1+ keeps behind
+    spark.sql.timeType.enabled: pcs.session sets it, so the column caches, aggregates and writes."""
+    schema = {
+        "type": "record",
+        "name": "T",
+        "fields": [
+            {"name": "ms", "type": {"type": "int", "logicalType": "time-millis"}},
+            {"name": "us", "type": {"type": "long", "logicalType": "time-micros"}},
+        ],
+    }
+    bodies = []
+    for ms, us in ((1_000, 1_500_001), (86_399_999, 0)):
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, fastavro.parse_schema(schema), {"ms": ms, "us": us})
+        bodies.append((b"\x00" + struct.pack(">I", 1) + out.getvalue(),))
+    df = spark.createDataFrame(bodies, "value binary")
+    decoded = pcs.decode(df, "value", registry={1: json.dumps(schema)}).select("decoded.*").cache()
+    assert decoded.count() == 2
+    decoded.write.parquet(str(tmp_path / "times"))
+    back = sorted(tuple(r) for r in spark.read.parquet(str(tmp_path / "times")).collect())
+    assert back == [
+        (datetime.time(0, 0, 1), datetime.time(0, 0, 1, 500001)),
+        (datetime.time(23, 59, 59, 999000), datetime.time(0, 0)),
+    ]
+    decoded.unpersist()
+
+
 def test_encode_on_error_null_keeps_the_job_going(spark, tmp_path):
     """A value that does not fit the schema costs its row, not the job: a null message and its
     EncodeError's text in encode_error; null structs stay null messages without an error."""

@@ -18,15 +18,18 @@ folder in name order), so ``(message 15, byte 0)`` is the row whose ``index`` is
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import wire
@@ -51,6 +54,7 @@ __all__ = [
     "prepare_output",
     "resolve_column",
     "schema_ids_of",
+    "staged_outputs",
     "write_part",
 ]
 
@@ -193,17 +197,32 @@ def kept_plan(schema: pa.Schema, kept: Sequence[str]) -> tuple[list[pa.Field], l
     the int64 Parquet stores them (Parquet has no duration type), then the Spark column of the
     type (timestamps as microseconds, UTC when zoned; unsigned integers widened; fixed-size binary
     as binary; see :func:`~pulsar_codec.integrations.spark.types.spark_arrow_type`), nullable at
-    every level (Spark reads every file column as nullable), map keys excepted.
+    every level (Spark reads every file column as nullable), map keys excepted; a time64 column
+    keeps its unit, as Spark's TIME type keeps a Parquet TIME's precision.
     """
     fields: list[pa.Field] = []
     converters: list[Converter] = []
     for name in kept:
         stored = _stored(schema.field(name).type)
         target, convert = spark_arrow_type(stored)
-        target = _nullable(target)
+        target = _nullable(_kept_times(target, stored))
         fields.append(pa.field(name, target, nullable=True))
         converters.append(_kept_converter(stored, convert, target))
     return fields, converters
+
+
+def _kept_times(target: pa.DataType, stored: pa.DataType) -> pa.DataType:
+    """``target`` (the Spark column of ``stored``, every time as nanoseconds) with each time64 of
+    ``stored`` in its own unit, at any depth."""
+    if pa.types.is_time64(stored) and pa.types.is_time64(target):
+        return stored
+    if pa.types.is_struct(target) and pa.types.is_struct(stored):
+        return pa.struct([f.with_type(_kept_times(f.type, s.type)) for f, s in zip(target, stored)])
+    if pa.types.is_map(target) and pa.types.is_map(stored):
+        return pa.map_(target.key_field, target.item_field.with_type(_kept_times(target.item_type, stored.item_type)))
+    if pa.types.is_list(target) and (pa.types.is_list(stored) or pa.types.is_large_list(stored)):
+        return pa.list_(target.value_field.with_type(_kept_times(target.value_type, stored.value_type)))
+    return target
 
 
 def _kept_converter(stored: pa.DataType, convert: Converter | None, target: pa.DataType) -> Converter:
@@ -248,15 +267,132 @@ def _nullable(t: pa.DataType) -> pa.DataType:
 
 
 def contract_columns(arrow_schema: pa.Schema) -> tuple[pa.Schema, list[Any]]:
-    """The decoded columns' output schema (the Spark column of the type mapping) and one converter
-    per column (None where the decoder's array is written as it is)."""
-    target, converters = reader_struct(arrow_schema)
-    return pa.schema(list(target)), converters
+    """The decoded columns' output schema (the Spark column of the type mapping, as Spark writes it
+    to Parquet) and one converter per column (None where the decoder's array is written as it is).
+
+    Times are written as microseconds, the precision of Spark's ``TimeType`` and of the ``TIME``
+    column Spark writes (Spark takes them from Arrow as nanoseconds).
+    """
+    target, plans = reader_struct(arrow_schema)
+    fields, converters = [], []
+    for field, convert in zip(target, plans):
+        written = _written(field.type)
+        fields.append(field.with_type(written))
+        converters.append(convert if written == field.type else _then_cast(convert, written))
+    return pa.schema(fields), converters
 
 
-def convert_batch(batch: pa.RecordBatch, schema: pa.Schema, converters: list[Any]) -> list[pa.Array]:
-    """A decoded batch's columns in the output types of :func:`contract_columns`."""
-    return [col if fn is None else fn(col) for col, fn in zip(batch.columns, converters)]
+def _then_cast(convert: Converter | None, target: pa.DataType) -> Converter:
+    def run(array: Any) -> Any:
+        return (array if convert is None else convert(array)).cast(target)
+
+    return run
+
+
+def _written(t: pa.DataType) -> pa.DataType:
+    """``t`` with every ``time64[ns]`` as ``time64[us]``, at any depth."""
+    if t == pa.time64("ns"):
+        return pa.time64("us")
+    if pa.types.is_struct(t):
+        changed = pa.struct([f.with_type(_written(f.type)) for f in t])
+    elif pa.types.is_map(t):
+        changed = pa.map_(t.key_field, t.item_field.with_type(_written(t.item_type)))
+    elif pa.types.is_list(t):
+        changed = pa.list_(t.value_field.with_type(_written(t.value_type)))
+    else:
+        return t
+    return t if changed == t else changed
+
+
+def convert_batch(
+    batch: pa.RecordBatch, schema: pa.Schema, converters: list[Any], null_rows: np.ndarray | None = None
+) -> list[pa.Array]:
+    """A decoded batch's columns in the output types of :func:`contract_columns`.
+
+    ``null_rows`` (a boolean per row): the rows written as nulls in every column, the bad rows and
+    tombstones. The decoder gives them a null in each column but a union's (an Arrow union has no
+    nulls of its own), whose struct is made null there, as Spark's null row struct makes it.
+
+    A required field under a null struct (the branches a union's row did not take are null
+    structs) is given a placeholder value there: Parquet stores nothing below a null struct, but
+    pyarrow's writer refuses a null anywhere in a required field. The output keeps the schema's
+    nullability, as Spark writes it.
+    """
+    columns = [col if fn is None else fn(col) for col, fn in zip(batch.columns, converters)]
+    if null_rows is not None and null_rows.any():
+        columns = [_null_at(col, null_rows) if pa.types.is_struct(col.type) else col for col in columns]
+    return [_settled(col) if _has_required_nested(field.type) else col for col, field in zip(columns, schema)]
+
+
+def _null_at(array: Any, rows: np.ndarray) -> Any:
+    """A struct array made null at ``rows`` too."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    if not (valid & rows).any():
+        return array
+    children = [array.field(i) for i in range(array.type.num_fields)]
+    return pa.StructArray.from_arrays(children, fields=list(array.type), mask=pa.array(~valid | rows))
+
+
+def _has_required_nested(t: pa.DataType) -> bool:
+    if pa.types.is_struct(t):
+        return any(not f.nullable or _has_required_nested(f.type) for f in t)
+    if pa.types.is_list(t) or pa.types.is_map(t):
+        return _has_required_nested(t.value_type if pa.types.is_list(t) else t.item_type)
+    return False
+
+
+def _settled(array: Any) -> Any:
+    """``array`` with a placeholder in each null slot of a required struct field whose struct is
+    null there (a null in a required field under a valid struct is left, for the writer to refuse)."""
+    if isinstance(array, pa.ChunkedArray):
+        return pa.chunked_array([_settled(chunk) for chunk in array.chunks], array.type)
+    t = array.type
+    mask = array.is_null() if array.null_count else None
+    if pa.types.is_struct(t):
+        children = []
+        for i, field in enumerate(t):
+            child = _settled(array.field(i))
+            if not field.nullable and child.null_count and mask is not None:
+                child = _placeholders(child, mask)
+            children.append(child)
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+    if pa.types.is_list(t):
+        return pa.ListArray.from_arrays(array.offsets, _settled(array.values), type=t, mask=mask)
+    if pa.types.is_map(t):
+        return pa.MapArray.from_arrays(array.offsets, array.keys, _settled(array.items), type=t, mask=mask)
+    return array
+
+
+def _placeholders(child: Any, parent_null: Any) -> Any:
+    """``child`` with its nulls under a null parent replaced by a value of its type."""
+    n = len(child)
+    fill = np.asarray(pc.and_(child.is_null(), parent_null).to_numpy(zero_copy_only=False), dtype=bool)
+    if not fill.any():
+        return child
+    positions = np.arange(n, dtype=np.int64)
+    positions[fill] = n
+    return pa.concat_arrays([child, _placeholder(child.type)]).take(pa.array(positions))
+
+
+def _placeholder(t: pa.DataType) -> Any:
+    """One value of type ``t``, with no null in any required field."""
+    if pa.types.is_struct(t):
+        return pa.StructArray.from_arrays([_placeholder(f.type) for f in t], fields=list(t))
+    if pa.types.is_list(t) or pa.types.is_map(t):
+        return pa.array([[]], t)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.array([""], t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.array([b""], t)
+    if pa.types.is_fixed_size_binary(t):
+        return pa.array([bytes(t.byte_width)], t)
+    if pa.types.is_boolean(t):
+        return pa.array([False], t)
+    if pa.types.is_date(t):
+        return pa.array([0], pa.int32()).cast(t)
+    return pa.array([0], pa.int64()).cast(t)
 
 
 def number_text(text: str, row: int) -> str:
@@ -310,9 +446,15 @@ def prepare_output(path: str | Path) -> Path:
     Parquet part files and Spark's markers, so a wrong path never deletes unrelated files.
     """
     path = Path(path)
-    if path.is_file():
-        path.unlink()
-    elif path.is_dir():
+    _check_replaceable(path)
+    _remove(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def _check_replaceable(path: Path) -> None:
+    """Refuse an output folder holding anything but Parquet part files and Spark's markers."""
+    if path.is_dir():
         foreign = [
             p.name
             for p in path.iterdir()
@@ -320,9 +462,61 @@ def prepare_output(path: str | Path) -> Path:
         ]
         if foreign:
             raise UsageError(f"output {path} is a folder with other files in it ({', '.join(sorted(foreign)[:5])})")
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
-    path.mkdir(parents=True)
-    return path
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+@contextlib.contextmanager
+def staged_outputs(*paths: str | Path | None) -> Iterator[list[Path | None]]:
+    """Empty folders to write the outputs ``paths`` into (None passes through as None), put in
+    their places only when the block ends without an error.
+
+    Each is a hidden folder beside its output (so the rename stays on one file system), named
+    after the process (two runs do not collide). An error inside the block removes them and leaves
+    every existing output as it was, as ``dump`` leaves its file; an output folder holding other
+    files than part files is refused (:class:`UsageError`) before anything is written.
+    """
+    targets = [None if p is None else Path(p) for p in paths]
+    for target in targets:
+        if target is not None:
+            _check_replaceable(target)
+    staged = [None if t is None else t.absolute().parent / f".{t.name}.{os.getpid()}.partial" for t in targets]
+    try:
+        for folder in staged:
+            if folder is not None:
+                _remove(folder)
+                folder.mkdir(parents=True)
+        yield staged
+        for target, folder in zip(targets, staged):
+            if target is not None and folder is not None:
+                _swap(folder, target)
+    finally:
+        for folder in staged:
+            if folder is not None:
+                _remove(folder)
+
+
+def _swap(folder: Path, target: Path) -> None:
+    """Put ``folder`` in the place of ``target``: the old output is moved aside first and removed
+    once the new one is in place (put back if the rename fails)."""
+    aside = target.absolute().parent / f".{target.name}.{os.getpid()}.replaced"
+    had = target.exists() or target.is_symlink()
+    if had:
+        _remove(aside)
+        os.replace(target, aside)
+    try:
+        os.replace(folder, target)
+    except BaseException:
+        if had:
+            os.replace(aside, target)
+        raise
+    if had:
+        _remove(aside)
 
 
 def write_part(folder: Path, number: int) -> Path:

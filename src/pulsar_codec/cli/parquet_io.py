@@ -34,8 +34,8 @@ from ._contract import (
     kept_columns,
     kept_plan,
     number_text,
-    prepare_output,
     resolve_column,
+    staged_outputs,
     write_part,
 )
 
@@ -274,11 +274,11 @@ def _decode_local(
         out_schema = out_schema.append(pa.field("decode_error", ERROR_TYPE))
     read = list(dict.fromkeys([column, *kept]))
     dead_schema = dead_letter_schema(protocol)
-    out_folder = prepare_output(output_path)
-    dead_folder = prepare_output(dead_letter) if dead_letter else None
     total = sum(pq.read_metadata(f).num_rows for f in files)
     rows = errors = nulls = 0
-    with contextlib.ExitStack() as stack:
+    # written beside the outputs and put in their place at the end: a failed run leaves them as they were
+    with staged_outputs(output_path, dead_letter or None) as (out_folder, dead_folder), contextlib.ExitStack() as stack:
+        assert out_folder is not None
         bar = stack.enter_context(_console.progress("decoding", total=total))
         writer = stack.enter_context(pq.ParquetWriter(write_part(out_folder, 0), out_schema, store_schema=False))
         dead_writer = None
@@ -324,7 +324,9 @@ def _decode_batch(
         return [], result.errors
     result = decoder.decode(messages)
     assert isinstance(result, Decoded)  # on_error="null"
-    return convert_batch(result.batch, columns, converters), result.errors
+    null_rows = np.asarray(messages.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    null_rows[result.errors["index"].to_numpy().astype(np.int64)] = True
+    return convert_batch(result.batch, columns, converters, null_rows), result.errors
 
 
 def _error_column(n: int, index: np.ndarray, bad: pa.Table, texts: list[str]) -> pa.Array:

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from .. import wire
 from . import _console
-from ._contract import dead_letter_schema, schema_ids_of
+from ._contract import dead_letter_schema, schema_ids_of, staged_outputs
 
 __all__ = ["decode_spark", "spark_progress", "spark_session"]
 
@@ -187,6 +187,9 @@ def decode_spark(
         raise _console.UsageError(f"the spark engine cannot read {protocol.name}: its schema ids are GUIDs")
     session = session or spark_session("pulsar-codec-decode")
     session.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    # Avro time-millis/-micros decode to Spark's TimeType, which Spark 4.1+ keeps behind this flag:
+    # without it caching, aggregating or writing a TIME column fails (UNSUPPORTED_TIME_TYPE)
+    session.conf.set("spark.sql.timeType.enabled", "true")
     # the reader is picked on the driver as the local engine picks it (an id the registry does not
     # know cannot be the reader)
     if picked is None:
@@ -217,36 +220,39 @@ def decode_spark(
         )
         decoded = decoded.withColumn(_ERROR_TEXT, text).cache()
         try:
-            counts = decoded.agg(
-                F.count(F.lit(1)).alias("rows"),
-                F.count("decode_error").alias("errors"),
-                F.sum(F.col(_TOMBSTONE).cast("long")).alias("nulls"),
-            ).collect()[0]
-            is_bad = F.col("decode_error").isNotNull()
-            if dead_letter:
-                good = decoded.where(~is_bad).select(*kept_columns, f"{_DECODED}.*")
-                good.write.mode("overwrite").parquet(str(output_path))
-                spark_schema = StructType(
-                    [StructField(f.name, _spark_type(f.type), f.nullable) for f in dead_letter_schema(protocol)]
-                )
-                dead = decoded.where(is_bad).select(
-                    _INDEX, F.col("decode_error.payload").alias(column), "decode_error", _ERROR_TEXT
-                )
-                dead.mapInArrow(_dead_rows(protocol, column), spark_schema).write.mode("overwrite").parquet(
-                    str(dead_letter)
-                )
-            else:
-                error = F.when(
-                    is_bad,
-                    F.struct(
-                        F.col("decode_error.code").alias("code"),
-                        F.col("decode_error.offset").alias("offset"),
-                        F.col(_ERROR_TEXT).alias("message"),
-                    ),
-                )
-                decoded.select(*kept_columns, f"{_DECODED}.*", error.alias("decode_error")).write.mode(
-                    "overwrite"
-                ).parquet(str(output_path))
+            # written beside the outputs and put in their place at the end: a failed run leaves them as
+            # they were
+            with staged_outputs(output_path, dead_letter or None) as (out_folder, dead_folder):
+                counts = decoded.agg(
+                    F.count(F.lit(1)).alias("rows"),
+                    F.count("decode_error").alias("errors"),
+                    F.sum(F.col(_TOMBSTONE).cast("long")).alias("nulls"),
+                ).collect()[0]
+                is_bad = F.col("decode_error").isNotNull()
+                if dead_letter:
+                    good = decoded.where(~is_bad).select(*kept_columns, f"{_DECODED}.*")
+                    good.write.mode("overwrite").parquet(str(out_folder))
+                    spark_schema = StructType(
+                        [StructField(f.name, _spark_type(f.type), f.nullable) for f in dead_letter_schema(protocol)]
+                    )
+                    dead = decoded.where(is_bad).select(
+                        _INDEX, F.col("decode_error.payload").alias(column), "decode_error", _ERROR_TEXT
+                    )
+                    dead.mapInArrow(_dead_rows(protocol, column), spark_schema).write.mode("overwrite").parquet(
+                        str(dead_folder)
+                    )
+                else:
+                    error = F.when(
+                        is_bad,
+                        F.struct(
+                            F.col("decode_error.code").alias("code"),
+                            F.col("decode_error.offset").alias("offset"),
+                            F.col(_ERROR_TEXT).alias("message"),
+                        ),
+                    )
+                    decoded.select(*kept_columns, f"{_DECODED}.*", error.alias("decode_error")).write.mode(
+                        "overwrite"
+                    ).parquet(str(out_folder))
         finally:
             decoded.unpersist()
     rows, errors, nulls = int(counts["rows"]), int(counts["errors"]), int(counts["nulls"] or 0)

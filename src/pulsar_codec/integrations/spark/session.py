@@ -14,7 +14,10 @@ def session(master: str = "local[2]", app_name: str = "pulsar-codec", log_level:
 
     Binds the driver to 127.0.0.1, turns the UI off, uses 4 shuffle partitions, writes Parquet
     timestamps as INT64 microseconds (``spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS``,
-    not Spark's legacy INT96, so pyarrow and the local engine read the same type) and, for local
+    not Spark's legacy INT96, so pyarrow and the local engine read the same type), turns on
+    Spark's TIME type (``spark.sql.timeType.enabled``, off by default in Spark 4.1+: without it a
+    decoded Avro ``time-millis`` / ``time-micros`` column can be collected but not cached,
+    aggregated or written) and, for local
     masters, runs the Python workers with this interpreter (``PYSPARK_PYTHON=sys.executable``,
     ``SPARK_LOCAL_IP=127.0.0.1``, unless already set). ``conf`` adds or overrides Spark settings;
     pass dotted names through a dict: ``session(**{"spark.sql.shuffle.partitions": "8"})``.
@@ -39,6 +42,7 @@ def session(master: str = "local[2]", app_name: str = "pulsar-codec", log_level:
         "spark.sql.shuffle.partitions": "4",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        "spark.sql.timeType.enabled": "true",
     }
     settings.update({k: str(v) for k, v in conf.items()})
     builder = SparkSession.builder.master(master).appName(app_name)
