@@ -661,8 +661,9 @@ dispatch:
         if ((op->code == O_INT_F || op->code == O_INT_D) && (v < INT32_MIN || v > INT32_MAX))
             PC_FAIL(PC_AVRO_INT_OUT_OF_RANGE, st, v);
         if (op->code == O_INT_F || op->code == O_LONG_F) {
-            /* through double, as the pure twin (and Python floats) do */
-            float f = (float)(double)v;
+            /* rounded once, to nearest (Java's (float) of a long); through double a long could
+               round twice. The pure twin rounds the same way by hand. */
+            float f = (float)v;
             PC_RESERVE(&s->b1, (s->length + 1) * 4);
             memcpy(s->b1.p + s->length * 4, &f, 4);
         } else {

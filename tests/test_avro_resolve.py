@@ -171,6 +171,40 @@ def test_union_resolution(backend):
     assert b.column(0).type_codes.to_pylist() == [2, 1, 0]
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.integers(-(2**63), 2**63 - 1),
+            # near ties: a 24-bit mantissa shifted, plus a small remainder
+            st.builds(
+                lambda m, s, r: (m << s) + r,
+                st.integers(1 << 23, (1 << 24) - 1),
+                st.integers(1, 38),
+                st.integers(-2, 2),
+            ),
+        ),
+        min_size=1,
+        max_size=50,
+    )
+)
+def test_long_read_as_float_rounds_once(values):
+    """A long promoted to float is rounded once to the nearest float32, as Java's ``(float)`` of a
+    long (and numpy's cast, the oracle here) rounds it; through double it could land a step off
+    ((1 << 60) + (1 << 36) + 1 gave 2**60, not 2**60 + 2**37). Both twins."""
+    import numpy as np
+
+    from pulsar_codec._kernels import _backend
+
+    expected = np.array(values, dtype=np.int64).astype(np.float32)
+    bodies = encode("long", values)
+    for name in ("cython", "python") if _backend.compiled_available() else ("python",):
+        with _backend.use(name):
+            got = avro.Decoder("float", "long").decode(bodies).column(0).to_numpy()
+        assert got.tobytes() == expected.tobytes(), name
+    assert np.float32((1 << 60) + (1 << 37)) == np.array([(1 << 60) + (1 << 36) + 1]).astype(np.float32)[0]
+
+
 def test_a_writer_branch_that_differs_deeper_fails_only_its_rows(backend):
     """A writer union branch that matches a reader branch by name but cannot be read as it (a field
     of another type, a fixed of another size) fails the rows that take it, not the pair: the

@@ -152,6 +152,22 @@ _unpack_d = struct.Struct("<d").unpack_from
 _unpack_duration = struct.Struct("<III").unpack_from
 _pack_interval = struct.Struct("<iiq").pack
 _pack_f = struct.Struct("<f").pack
+
+
+def _long_to_float32(v: int) -> float:
+    """The float32 nearest ``v`` (ties to even), as a Python float that holds it exactly: rounded
+    once, as C's and Java's ``(float)`` of a long round it (``float(v)`` first rounds to double,
+    and a second rounding to float32 can then land one step off)."""
+    a = -v if v < 0 else v
+    shift = a.bit_length() - 24
+    if shift <= 0:
+        return float(v)  # 24 bits or fewer: exact
+    q, r = divmod(a, 1 << shift)
+    half = 1 << (shift - 1)
+    if r > half or (r == half and q & 1):
+        q += 1
+    f = float(q << shift)  # at most 25 significant bits: exact in a double, and a float32 value
+    return -f if v < 0 else f
 _pack_d = struct.Struct("<d").pack
 
 
@@ -425,11 +441,12 @@ def _leaf(  # noqa: C901 - one case per op
 
             return read_long
 
+        to_float = _long_to_float32 if code == O_LONG_F else float
         pack = _pack_f if code == O_LONG_F else _pack_d
 
         def read_long_as_float(buf: bytes, pos: int, end: int) -> int:
             v, pos = _varint(buf, pos, end)
-            app(pack(float(v)))
+            app(pack(to_float(v)))
             return pos
 
         return read_long_as_float
