@@ -137,7 +137,7 @@ def test_optional_property_without_a_column_is_left_out_and_required_is_an_error
     assert encoder.encode(batch).to_pylist() == [b'{"id":1,"name":"a","note":null}']
     with pytest.raises(EncodeError, match="'name'"):
         encoder.encode(pa.RecordBatch.from_pydict({"id": [1]}))
-    with pytest.raises(EncodeError, match="name.*row 1.*null"):
+    with pytest.raises(EncodeError, match="row 1: .*name.*null"):
         encoder.encode(pa.RecordBatch.from_pydict({"id": [1, 2], "name": ["a", None]}))
     with pytest.raises(EncodeError, match="required property 'name'"):
         encoder.encode_value({"id": 1})
@@ -383,7 +383,7 @@ def test_time32_columns_are_written_as_the_time64_path_writes_them(unit, scale):
 def test_times_outside_one_day_are_refused_with_their_row():
     encoder = _one_property({"type": "string", "format": "time"})
     for bad in (pa.array([0, -5], pa.time32("ms")), pa.array([0, 86_400_000_000_000], pa.time64("ns"))):
-        with pytest.raises(EncodeError, match=r"\.t: row 1: a time outside one day") as exc:
+        with pytest.raises(EncodeError, match=r"row 1: .*\.t: a time outside one day") as exc:
             encoder.encode(pa.table({"t": bad}))
         assert exc.value.index == 1
 
@@ -398,22 +398,22 @@ def test_date64_of_whole_days_is_its_date_and_any_other_value_is_refused():
         b'{"t":"1969-12-31"}',
     ]
     bad = pa.array([86_400_000, 86_400_001], pa.date64())
-    with pytest.raises(EncodeError, match=r"T?\.t: row 1: a date64 value that is not a whole day") as exc:
+    with pytest.raises(EncodeError, match=r"row 1: .*T?\.t: a date64 value that is not a whole day") as exc:
         encoder.encode(pa.table({"t": bad}))
     assert exc.value.index == 1
-    with pytest.raises(EncodeError, match="row 1: a date64") as exc:  # derived schema, through pc.encode
+    with pytest.raises(EncodeError, match="row 1: .*a date64") as exc:  # derived schema, through pc.encode
         _round_trip(pa.table({"t": bad}))
     pulsar = JsonEncoder(
         {"type": "record", "name": "R", "fields": [{"name": "t", "type": {"type": "int", "logicalType": "date"}}]}
     )
-    with pytest.raises(EncodeError, match="R.t: row 1: a date64") as exc:
+    with pytest.raises(EncodeError, match="row 1: .*R.t: a date64") as exc:
         pulsar.encode(pa.table({"t": bad}))
     assert exc.value.index == 1
 
 
 def test_binary_map_keys_must_be_utf8_text():
     column = pa.array([[(b"k", 1)], [], [(b"a", 2), (b"\xff", 3)]], pa.map_(pa.binary(), pa.int32()))
-    with pytest.raises(EncodeError, match=r"\.c\{\}: row 2: map key b'\\xff' is not UTF-8 text") as exc:
+    with pytest.raises(EncodeError, match=r"row 2: .*\.c\{\}: map key b'\\xff' is not UTF-8 text") as exc:
         _round_trip(pa.table({"c": column}))
     assert exc.value.index == 2
     messages, back = _round_trip(pa.table({"c": column.slice(0, 2)}))
@@ -464,7 +464,7 @@ def test_format_strings_the_decoder_refuses_are_refused_on_the_way_out(keywords,
     encoder = JsonEncoder(schema)
     for value in bad:
         column = pa.array(good + [None, value], pa.large_string())
-        with pytest.raises(EncodeError, match=rf"T\.t: row {len(good) + 1}: .* is not") as exc:
+        with pytest.raises(EncodeError, match=rf"row {len(good) + 1}: .*T\.t: .* is not") as exc:
             encoder.encode(pa.table({"t": column}))
         assert exc.value.index == len(good) + 1
         with pytest.raises(EncodeError, match=r"T\.t: .* is not"):
@@ -483,7 +483,7 @@ def test_fixed_given_as_text_must_read_back_as_that_fixed():
     encoder = JsonEncoder(schema)
     assert encoder.encode(pa.table({"f": ["aGk="]})).to_pylist() == [b'{"f":"aGk="}']
     for bad in ("aGk+", "aA=="):  # three bytes, one byte
-        with pytest.raises(EncodeError, match="R.f: row 1: base64 text not of 2 bytes") as exc:
+        with pytest.raises(EncodeError, match="row 1: .*R.f: base64 text not of 2 bytes") as exc:
             encoder.encode(pa.table({"f": ["aGk=", bad]}))
         assert exc.value.index == 1
         with pytest.raises(EncodeError, match="R.f: .* is not padded standard base64 of 2 bytes"):
@@ -493,7 +493,7 @@ def test_fixed_given_as_text_must_read_back_as_that_fixed():
         "name": "U",
         "fields": [{"name": "u", "type": {"type": "fixed", "name": "G", "size": 16}}],
     }
-    with pytest.raises(EncodeError, match="U.u: row 0: 'nope' is not a UUID"):
+    with pytest.raises(EncodeError, match="row 0: .*U.u: 'nope' is not a UUID"):
         JsonEncoder(uuid16).encode(pa.table({"u": ["nope"]}))
 
 
@@ -543,10 +543,10 @@ def test_errors_carry_the_batch_row_as_index_also_inside_lists_and_maps():
     }
     encoder = JsonEncoder(schema)
     xs = pa.array([[1.0], [], [2.0, 3.0], [4.0, math.nan]], pa.list_(pa.float64()))
-    with pytest.raises(EncodeError, match=r"T\.xs\[\]: row 3: NaN") as exc:
+    with pytest.raises(EncodeError, match=r"row 3: .*T\.xs\[\]: NaN") as exc:
         encoder.encode(pa.table({"xs": xs}))
     assert exc.value.index == 3
-    with pytest.raises(EncodeError, match=r"T\.xs\[\]: row 2: NaN") as exc:  # a slice: rows count from it
+    with pytest.raises(EncodeError, match=r"row 2: .*T\.xs\[\]: NaN") as exc:  # a slice: rows count from it
         encoder.encode(pa.table({"xs": xs.slice(1)}))
     assert exc.value.index == 2
     m = pa.array([[("a", [1.0])], [("b", [2.0]), ("c", [3.0, math.inf])]], pa.map_(pa.string(), pa.list_(pa.float64())))
@@ -559,16 +559,16 @@ def test_errors_carry_the_batch_row_as_index_also_inside_lists_and_maps():
             },
         }
     )
-    with pytest.raises(EncodeError, match=r"T\.m\{\}\[\]: row 1: NaN") as exc:
+    with pytest.raises(EncodeError, match=r"row 1: .*T\.m\{\}\[\]: NaN") as exc:
         floats.encode(pa.table({"m": m}))
     assert exc.value.index == 1
-    with pytest.raises(EncodeError, match=r"T\.e: row 1: not a symbol") as exc:
+    with pytest.raises(EncodeError, match=r"row 1: .*T\.e: not a symbol") as exc:
         encoder.encode(pa.table({"e": ["a", "b"]}))
     assert exc.value.index == 1
-    with pytest.raises(EncodeError, match=r"T\.i: row 1: 18446744073709551615 is out of the long range") as exc:
+    with pytest.raises(EncodeError, match=r"row 1: .*T\.i: 18446744073709551615 is out of the long range") as exc:
         encoder.encode(pa.table({"i": pa.array([1, 2**64 - 1], pa.uint64())}))
     assert exc.value.index == 1
-    with pytest.raises(EncodeError, match=r"T\.xs\[\]: row 1: null is not allowed") as exc:
+    with pytest.raises(EncodeError, match=r"row 1: .*T\.xs\[\]: null is not allowed") as exc:
         encoder.encode(pa.table({"xs": pa.array([[1.0], [None]], pa.list_(pa.float64()))}))
     assert exc.value.index == 1
 
@@ -611,7 +611,7 @@ def test_keep_extra_text_must_be_an_object_of_other_members():
 def test_nulls_among_a_dictionary_s_values_are_nulls():
     values = pa.DictionaryArray.from_arrays(pa.array([1, 0], pa.int32()), pa.array([None, "a"]))
     encoder = JsonEncoder(_object({"s": {"type": "string"}}, ["s"]))
-    with pytest.raises(EncodeError, match="row 1: null is not allowed here"):
+    with pytest.raises(EncodeError, match="row 1: .*null is not allowed here"):
         encoder.encode(pa.table({"s": values}))
     with pytest.raises(EncodeError, match="null is not allowed here"):
         encoder.encode_value({"s": None})
@@ -673,6 +673,6 @@ def test_the_batch_s_first_bad_row_is_the_one_named():
     """Columns are checked one after the other; the error names the batch's first bad row, in
     whichever column it is, as encoding row by row would."""
     encoder = JsonEncoder(_object({"a": {"type": "number"}, "b": {"type": "number"}}))
-    with pytest.raises(EncodeError, match=r"\.b: row 0: NaN") as raised:
+    with pytest.raises(EncodeError, match=r"row 0: .*\.b: NaN") as raised:
         encoder.encode(pa.table({"a": [1.0, math.nan], "b": [math.nan, 1.0]}))
     assert raised.value.index == 0

@@ -69,7 +69,7 @@ class _RowError(Exception):
         return _RowError(self.path, int(np.searchsorted(starts, self.row, side="right")) - 1, self.text)
 
     def encode_error(self) -> EncodeError:
-        return EncodeError(f"{self.path}: row {self.row}: {self.text}", index=self.row)
+        return EncodeError(f"row {self.row}: {self.path}: {self.text}", index=self.row)
 
 
 def _fail_at(mask: Any, path: str, text: str) -> None:
