@@ -168,6 +168,8 @@ def _long_to_float32(v: int) -> float:
         q += 1
     f = float(q << shift)  # at most 25 significant bits: exact in a double, and a float32 value
     return -f if v < 0 else f
+
+
 _pack_d = struct.Struct("<d").pack
 
 
