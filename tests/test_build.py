@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pulsar_codec._kernels import _backend
+
 ROOT = Path(__file__).resolve().parent.parent
 
 pytest.importorskip("Cython")
@@ -99,7 +101,7 @@ def test_sdist_has_the_kernel_sources_and_the_wheel_only_what_runs(source_copy):
     for needed in ("csrc/pc_defs.h", "csrc/pc_status.h", "csrc/pc_avro.h", "src/pulsar_codec/_kernels/defs.pxd"):
         assert needed in in_sdist
     kernels = "src/pulsar_codec/_kernels/"
-    for domain in ("wire", "keyvalue", "avro", "primitives", "avro_encode"):
+    for domain in _backend.DOMAINS:
         assert {f"{kernels}{domain}_c.pyx", f"{kernels}{domain}_c.pyi", f"{kernels}{domain}_py.py"} <= in_sdist
     assert not [name for name in in_sdist if name.endswith(".c")]
     with zipfile.ZipFile(_distribution(source_copy, "build_wheel")) as wheel:

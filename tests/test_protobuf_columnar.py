@@ -24,6 +24,9 @@ from pulsar_codec.errors import EncodeError
 from pulsar_codec.formats.protobuf import ProtobufEncoder, _columnar, _map_order, parse
 from pulsar_codec.pipeline import MessageDecoder
 
+# the columns path runs the protobuf_encode kernel: both twins
+pytestmark = pytest.mark.usefixtures("backend")
+
 PROTO3 = """
 syntax = "proto3";
 package h;
@@ -438,6 +441,7 @@ PROBED = """
 syntax = "proto2";
 package d;
 import "google/protobuf/wrappers.proto";
+
 message M {
   required int32 id = 1;
   repeated string rs = 2;

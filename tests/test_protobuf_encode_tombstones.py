@@ -14,11 +14,15 @@ import pulsar_codec as pc
 from pulsar_codec.formats.protobuf import ProtobufEncoder, _columnar, parse
 from pulsar_codec.registry import LocalRegistry
 
+# the columns path runs the protobuf_encode kernel: both twins
+pytestmark = pytest.mark.usefixtures("backend")
+
 IMPLICIT = 'syntax = "proto3"; package p; message M { int64 id = 1; string name = 2; }'
 PRESENCE = """
 syntax = "proto3";
 package p;
 import "google/protobuf/wrappers.proto";
+
 message Holds { optional int64 id = 1; Inner inner = 2; google.protobuf.StringValue w = 3; oneof o { int32 a = 4; string b = 5; } }
 message Inner { int32 x = 1; }
 """

@@ -39,7 +39,16 @@ __all__ = [
 ]
 
 # Kernel domains; each has a _<domain>_c and a _<domain>_py module.
-DOMAINS: tuple[str, ...] = ("wire", "keyvalue", "avro", "primitives", "avro_encode", "json", "protobuf")
+DOMAINS: tuple[str, ...] = (
+    "wire",
+    "keyvalue",
+    "avro",
+    "primitives",
+    "avro_encode",
+    "json",
+    "protobuf",
+    "protobuf_encode",
+)
 
 
 def _flag(name: str) -> bool:

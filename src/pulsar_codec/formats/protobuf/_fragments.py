@@ -1,23 +1,24 @@
-"""Protobuf wire fragments for whole columns: one binary value per row, built with numpy.
+"""Protobuf wire fragments for whole columns: one binary value per row.
 
 A fragment is a field's bytes in one row (its tag and value, or nothing where the field is not
 written). :mod:`._columnar` builds a column of them per field and joins them per row; the data of
 each fragment column is one buffer laid out row after row, so joining consecutive fragments per
-row takes new offsets only (:func:`_joined`).
+row takes new offsets only (:func:`_joined`). The byte loops (varints, length-prefixed bodies,
+joining columns row by row) are the ``protobuf_encode`` kernel's, compiled or its pure twin.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..._kernels import _backend
 from ..._kernels.protobuf_py import _varint_bytes  # the pure kernel's writer of one varint
 
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
-_U7 = np.uint64(7)
-_LOW7 = np.uint64(0x7F)
-_TOP = np.uint64(0x80)
 _EMPTY = pa.scalar(b"", pa.large_binary())
 
 
@@ -26,7 +27,9 @@ def _tag(number: int, wire: int) -> bytes:
 
 
 def _binary(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
-    return pa.Array.from_buffers(pa.large_binary(), len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return pa.Array.from_buffers(
+        pa.large_binary(), len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data if len(data) else b"")]
+    )
 
 
 def _offsets(array: pa.Array) -> np.ndarray:
@@ -45,35 +48,20 @@ def _sized(sizes: np.ndarray) -> np.ndarray:
     return offsets
 
 
-def _varint_sizes(values: np.ndarray) -> np.ndarray:
-    sizes = np.ones(len(values), dtype=np.int64)
-    rest = values >> _U7
-    while True:
-        more = rest != 0
-        if not more.any():
-            return sizes
-        sizes += more
-        rest = rest >> _U7
+def _kernel() -> Any:
+    """The active backend's Protobuf encode kernel (the byte loops of this module)."""
+    return _backend.active().protobuf_encode
+
+
+def _data(array: pa.Array) -> Any:
+    """The data buffer of a large_binary array (an empty one for an array of empty values)."""
+    data = array.buffers()[2]
+    return b"" if data is None else data
 
 
 def _varint_fragments(prefix: bytes, values: np.ndarray, present: np.ndarray | None) -> pa.Array:
     """``prefix`` + the varint of each uint64 in ``values`` where ``present`` (empty elsewhere)."""
-    sizes = _varint_sizes(values) + len(prefix)
-    if present is not None:
-        sizes = np.where(present, sizes, 0)
-        values = values[present]
-    offsets = _sized(sizes)
-    data = np.empty(int(offsets[-1]), dtype=np.uint8)
-    starts = offsets[:-1] if present is None else offsets[:-1][present]
-    for k, byte in enumerate(prefix):
-        data[starts + k] = byte
-    at = starts + len(prefix)
-    while len(values):
-        more = values >= _TOP
-        data[at] = ((values & _LOW7) | (more.astype(np.uint64) << _U7)).astype(np.uint8)
-        at = at[more] + 1
-        values = values[more] >> _U7
-    return _binary(offsets, data)
+    return _binary(*_kernel().varint_fragments(prefix, values, present))
 
 
 def _fixed_fragments(prefix: bytes, raw: np.ndarray, present: np.ndarray | None) -> pa.Array:
@@ -93,10 +81,7 @@ def _fixed_fragments(prefix: bytes, raw: np.ndarray, present: np.ndarray | None)
 
 def _length_fragments(prefix: bytes, bodies: pa.Array, present: np.ndarray | None) -> pa.Array:
     """``prefix`` + the varint length + each body of ``bodies`` (large_binary) where ``present``."""
-    heads = _varint_fragments(prefix, _lengths(bodies).astype(np.uint64), present)
-    if present is not None and not present.all():
-        bodies = pc.if_else(pa.array(present), bodies, _EMPTY)
-    return pc.binary_join_element_wise(heads, bodies, _EMPTY)
+    return _binary(*_kernel().length_fragments(prefix, _offsets(bodies), _data(bodies), present))
 
 
 def _joined(fragments: pa.Array, counts: np.ndarray) -> pa.Array:
@@ -112,11 +97,12 @@ def _joined(fragments: pa.Array, counts: np.ndarray) -> pa.Array:
 
 
 def _concat(fragments: list[pa.Array], length: int) -> pa.Array:
+    """One value per row: the row's values of ``fragments`` (columns of ``length`` rows), in order."""
     if not fragments:
         return pa.array([b""] * length, pa.large_binary())
     if len(fragments) == 1:
         return fragments[0]
-    return pc.binary_join_element_wise(*fragments, _EMPTY)
+    return _binary(*_kernel().join_fragments([(_offsets(f), _data(f)) for f in fragments], length))
 
 
 def _joined_present(bodies: pa.Array, present: np.ndarray | None) -> pa.Array:
