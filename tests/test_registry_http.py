@@ -632,4 +632,4 @@ def test_unknown_id_stays_schema_not_found(server, local):
     with ConfluentRegistry(server.url) as c:
         with pytest.raises(SchemaNotFoundError) as info:
             c.get_schema(99999999999999999999999)
-        assert info.value.error_code == 40403
+        assert (info.value.error_code, info.value.status) == (40403, 404)

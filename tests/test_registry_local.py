@@ -618,3 +618,26 @@ def test_a_write_reaches_the_database_file_while_other_connections_stay_open(tmp
     finally:
         copy.close()
         reader.close()
+
+
+def test_opening_a_current_registry_does_not_wait_for_another_writer(tmp_path):
+    """Opening an up-to-date registry file only reads it: while another connection (another
+    process: a Spark executor, the REST facade) holds the write lock, it opens and reads at once;
+    a write still waits for the lock and then says so."""
+    import time
+
+    path = str(tmp_path / "schemas.db")
+    with LocalRegistry(path) as first:
+        schema_id = first.register("orders-value", '{"type": "string"}')
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        start = time.monotonic()
+        with LocalRegistry(path, timeout=1.0) as again:
+            assert again.get_schema(schema_id).schema == '{"type": "string"}'
+            assert time.monotonic() - start < 0.9
+            with pytest.raises(RegistryError, match="locked"):
+                again.register("orders-value", '{"type": "long"}')
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()

@@ -542,3 +542,22 @@ def test_bytes_schema_is_framed_raw_like_confluent_kafka(backend, reg, ck_client
     assert de(ours, ctx("blobs")) == ck_deserializer(ck_client)(ours, ctx("blobs")) == b"\x00raw"
     assert de.decode_batch([ours, None]).column("value").to_pylist() == [b"\x00raw", None]
     assert serde.AvroDeserializer(reg, reader_schema="bytes").decode_batch([ours]).num_rows == 1
+
+
+def test_an_unknown_id_through_confluent_kafka_s_client_is_an_error_row(backend, reg, ck_client):
+    """confluent-kafka's client says "not found" with its own SchemaRegistryError (HTTP 404): the
+    decoders read it as this package's clients' SchemaNotFoundError, an error row with
+    on_error="null" (code SCHEMA_NOT_FOUND), not an exception for the whole batch."""
+    import pulsar_codec as pc
+    from pulsar_codec.errors import ErrorCode
+
+    schema_id = reg.register("orders-value", json.dumps(USER))
+    good = ck_serializer(ck_client, USER)(user(1), ctx())
+    unknown = b"\x00" + (schema_id + 998).to_bytes(4, "big") + good[5:]
+    batch, errors = pc.decode([good, unknown, good], ck_client, on_error="null")
+    assert errors.column("index").to_pylist() == [1]
+    assert errors.column("code").to_pylist() == [int(ErrorCode.SCHEMA_NOT_FOUND)]
+    assert batch.column("name").to_pylist()[::2] == [user(1)["name"]] * 2
+    with pytest.raises(SchemaNotFoundError) as raised:
+        pc.decode([good, unknown], ck_client)
+    assert raised.value.index == 1

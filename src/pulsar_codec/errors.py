@@ -149,6 +149,7 @@ class SchemaNotFoundError(PulsarCodecError, LookupError):
     """A schema id, subject or version is unknown to the registry."""
 
     error_code: int | None = None  # Confluent's code when a registry gives one: 40401, 40402, 40403
+    status: int | None = None  # the HTTP status a registry answered with (404), as RegistryError has
     index: int | None = None  # a batch decode's first message of the unknown id (text: "(message i)")
 
 

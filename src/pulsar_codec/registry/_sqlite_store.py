@@ -112,6 +112,18 @@ def needs_upgrade(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1 FROM schemas WHERE guid IS NULL LIMIT 1").fetchone() is not None
 
 
+_OBJECTS = frozenset(
+    {"schemas", "versions", "config", "schema_refs", "versions_by_schema", "schema_refs_by_target", "schemas_by_guid"}
+)
+"""Every table and index :func:`upgrade` makes."""
+
+
+def is_current(conn: sqlite3.Connection) -> bool:
+    """Whether the database holds everything :func:`upgrade` would make (read only)."""
+    names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
+    return _OBJECTS <= names and not needs_upgrade(conn)
+
+
 def upgrade(conn: sqlite3.Connection) -> None:
     """Bring a database of an earlier version up to this one (inside a write transaction): the
     references table, the GUID column and its index, and the GUIDs of the schemas stored before."""
@@ -177,8 +189,15 @@ class SQLiteStore:
                 )
         try:
             if self.create:
-                with self.write() as conn:
-                    upgrade(conn)  # creates the tables, or brings an older database up to date
+                # a registry that is already current is only read here: opening one (a Spark
+                # executor, a second process) never waits for another process's write lock
+                current = False
+                if not self.memory and os.path.isfile(self.path) and os.path.getsize(self.path):
+                    with self.read() as conn:
+                        current = is_current(conn)
+                if not current:
+                    with self.write() as conn:
+                        upgrade(conn)  # creates the tables, or brings an older database up to date
             else:
                 # an existing registry: written to only when it predates GUIDs and references
                 with self.read() as conn:

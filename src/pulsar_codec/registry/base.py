@@ -54,9 +54,11 @@ class ErrorCodes:
 
 
 def not_found(message: str, error_code: int) -> SchemaNotFoundError:
-    """A :class:`SchemaNotFoundError` carrying the Confluent error code (40401, 40402 or 40403)."""
+    """A :class:`SchemaNotFoundError` carrying the Confluent error code (40401, 40402 or 40403)
+    and HTTP status 404, as the registry's other errors carry theirs."""
     exc = SchemaNotFoundError(message)
     exc.error_code = error_code
+    exc.status = 404
     return exc
 
 

@@ -75,19 +75,35 @@ def fetch_schema(registry: Any, schema_id: Any) -> FetchedSchema:
         found = registry.get(schema_id)
         if found is None and isinstance(schema_id, uuid.UUID):
             found = registry.get(str(schema_id))
-    elif isinstance(schema_id, uuid.UUID) and callable(getattr(registry, "get_schema_by_guid", None)):
-        # this package's registries and confluent-kafka's client: GET /schemas/guids/{guid}
-        found = registry.get_schema_by_guid(str(schema_id))
-    elif callable(getattr(registry, "get_schema", None)):
-        found = registry.get_schema(schema_id)
     else:
-        raise TypeError("registry must be a Mapping of schema id -> schema or have a get_schema(schema_id) method")
+        found = _asked(registry, schema_id)
     if found is None:
         raise SchemaNotFoundError(f"schema id {schema_id} is not in the registry")
     kind = getattr(found, "schema_type", None)
     references = tuple(getattr(found, "references", None) or ())
     text = schema_text(found) if _has_text(found) else found
     return FetchedSchema(text, kind.upper() if isinstance(kind, str) else None, references)
+
+
+def _asked(registry: Any, schema_id: Any) -> Any:
+    """The schema a registry client gives for ``schema_id``; a client's own "not found" (confluent-
+    kafka's ``SchemaRegistryError``, HTTP 404) as :class:`SchemaNotFoundError`, which the decoders
+    turn into error rows, as they do for this package's clients."""
+    if isinstance(schema_id, uuid.UUID) and callable(getattr(registry, "get_schema_by_guid", None)):
+        # this package's registries and confluent-kafka's client: GET /schemas/guids/{guid}
+        ask, key = registry.get_schema_by_guid, str(schema_id)
+    elif callable(getattr(registry, "get_schema", None)):
+        ask, key = registry.get_schema, schema_id
+    else:
+        raise TypeError("registry must be a Mapping of schema id -> schema or have a get_schema(schema_id) method")
+    try:
+        return ask(key)
+    except SchemaNotFoundError:
+        raise
+    except Exception as exc:
+        if getattr(exc, "http_status_code", None) == 404:
+            raise SchemaNotFoundError(f"schema id {schema_id} is not in the registry ({exc})") from exc
+        raise
 
 
 def portable(registry: Any, owner: str = "object") -> Any:
