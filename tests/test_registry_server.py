@@ -589,3 +589,41 @@ def test_sixteen_concurrent_clients_get_no_errors(server, reg):
     for subject in reg.list_subjects():
         versions = reg.list_versions(subject)
         assert versions == list(range(1, len(versions) + 1))
+
+
+def test_a_server_on_a_file_answers_a_retriable_error_before_a_client_gives_up(tmp_path, monkeypatch):
+    """Opened from a path, the server waits at most SERVER_LOCK_TIMEOUT for another process's
+    write lock, then answers 500 / 50001, which the client retries: a registration made while the
+    lock is held succeeds once it is released, and never after its client has given up."""
+    import sqlite3
+    import threading
+    import time
+
+    from pulsar_codec.registry import server as server_module
+
+    monkeypatch.setattr(server_module, "SERVER_LOCK_TIMEOUT", 0.3)
+    path = tmp_path / "schemas.db"
+    LocalRegistry(path).close()
+    with serve(path) as srv:
+        assert srv.registry.config.timeout == 0.3
+        holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        holder.execute("BEGIN IMMEDIATE")
+        release = threading.Timer(0.5, lambda: holder.execute("ROLLBACK"))
+        try:
+            with httpx.Client(base_url=srv.url) as h:  # one attempt: the server's own answer
+                body = {"schema": '{"type": "string"}'}
+                answer = h.post("/subjects/s/versions", json=body, headers={"Content-Type": CONTENT_TYPE})
+                assert answer.status_code == 500 and answer.json()["error_code"] == 50001
+            release.start()  # the lock goes while the client retries
+            start = time.monotonic()
+            with ConfluentRegistry(srv.url, total_timeout=10.0) as client:
+                schema_id = client.register("s", '{"type": "string"}')
+            assert time.monotonic() - start < 10.0
+        finally:
+            release.cancel()  # not started, or done: nothing to stop
+            if release.is_alive():
+                release.join()
+            if holder.in_transaction:
+                holder.execute("ROLLBACK")
+            holder.close()
+        assert srv.registry.get_schema(schema_id).schema == '{"type": "string"}'

@@ -502,13 +502,22 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+SERVER_LOCK_TIMEOUT = 5.0
+"""Seconds a request of a server that opened its registry from a path waits for another
+process's write lock on the file before it answers 500 (error code 50001, a store error), which
+clients retry: well inside a client's own timeout (10 s for :class:`ConfluentRegistry`), so a
+client never gives up on a registration the server then makes, and a handler thread is not held
+for 30 s while reads queue behind it."""
+
+
 class RegistryServer:
     """Serve a registry over HTTP on a background thread.
 
     Parameters
     ----------
     registry : LocalRegistry or str or os.PathLike
-        The registry, or a database path to open one (closed with the server).
+        The registry, or a database path to open one (closed with the server; its requests wait at
+        most :data:`SERVER_LOCK_TIMEOUT` for another process's write lock).
     host : str, default "127.0.0.1"
     port : int, default 0
         0 picks a free port; :attr:`url` tells which.
@@ -539,7 +548,9 @@ class RegistryServer:
         _require_server_extra()
         self._tls = None if tls is None else (os.fspath(tls[0]), os.fspath(tls[1]))
         self._owns_registry = not isinstance(registry, LocalRegistry)
-        self.registry = registry if isinstance(registry, LocalRegistry) else LocalRegistry(registry)
+        self.registry = (
+            registry if isinstance(registry, LocalRegistry) else LocalRegistry(registry, timeout=SERVER_LOCK_TIMEOUT)
+        )
         self.host = host
         self.app = create_app(self.registry, auth=auth, token=token, faults=faults, max_request_bytes=max_request_bytes)
         self._socket = _listen(host, port)
@@ -641,7 +652,7 @@ def run(
     _require_server_extra()
     import uvicorn
 
-    reg = registry if isinstance(registry, LocalRegistry) else LocalRegistry(registry)
+    reg = registry if isinstance(registry, LocalRegistry) else LocalRegistry(registry, timeout=SERVER_LOCK_TIMEOUT)
     sock = _listen(host, port)
     try:
         config = uvicorn.Config(
