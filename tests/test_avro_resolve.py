@@ -205,6 +205,30 @@ def test_long_read_as_float_rounds_once(values):
     assert np.float32((1 << 60) + (1 << 37)) == np.array([(1 << 60) + (1 << 36) + 1]).astype(np.float32)[0]
 
 
+def test_a_top_level_writer_union_read_as_its_record(backend):
+    """Kafka Connect writes an optional value as ``["null", record]``: read with the record as the
+    reader, the record's rows fill the columns and a null body is an error row (Java reads it as
+    "found null, expecting the record"); a single-branch union reads like the record itself."""
+    r = rec("R", ("x", "int"), ("s", "string"))
+    for writer in ([r], ["null", r]):
+        values = [{"x": 1, "s": "a"}, {"x": -3, "s": "bcd"}]
+        bodies = encode(writer, values)
+        assert avro.Decoder(r, writer).decode(bodies).to_pylist() == [fastavro_read(b, writer, r) for b in bodies]
+    writer = ["null", r]
+    bodies = encode(writer, [{"x": 1, "s": "a"}, None, {"x": 2, "s": ""}])
+    with pytest.raises(AvroDecodeError) as e:
+        avro.Decoder(r, writer).decode(bodies)
+    assert (e.value.code, e.value.index, e.value.offset) == (ErrorCode.AVRO_UNRESOLVED_UNION_BRANCH, 1, 0)
+    batch, errors = MessageDecoder({1: writer}, reader_schema=r, on_error="null").decode_payloads(bodies, [1, 1, 1])
+    assert batch.to_pylist() == [{"x": 1, "s": "a"}, {"x": None, "s": None}, {"x": 2, "s": ""}]
+    assert errors.column("index").to_pylist() == [1]
+    # no branch is the reader's record: the pair cannot be read
+    with pytest.raises(SchemaError, match=r"no branch of the writer union .* is the record 'R'"):
+        avro.Decoder(r, ["null", "string"])
+    with pytest.raises(SchemaError, match=r"no branch of the writer union .* \(R\.x"):
+        avro.Decoder(r, ["null", rec("R", ("x", "string"))])
+
+
 def test_a_writer_branch_that_differs_deeper_fails_only_its_rows(backend):
     """A writer union branch that matches a reader branch by name but cannot be read as it (a field
     of another type, a fixed of another size) fails the rows that take it, not the pair: the

@@ -615,6 +615,29 @@ def flatten(root: _Op) -> tuple[list[tuple[Any, ...]], list[int]]:
     return ops, kids
 
 
+def _root_union(p: _Planner, writer: Union, reader: Record, top: str) -> _Op:
+    """A writer union read as the top-level record (Kafka Connect writes an optional value as
+    ``["null", record]``): the branches of the reader's record type fill the batch's columns, the
+    others (null included) fail the rows that take them, as a writer union read as a plain
+    reader does anywhere else."""
+    kids = []
+    first_error: SchemaError | None = None
+    for i, wb in enumerate(writer.branches):
+        kid = None
+        if isinstance(wb, Record) and _names_match(wb, reader):
+            try:
+                kid = p.record(wb, reader, 0, top)
+            except DefaultError:
+                raise
+            except SchemaError as exc:
+                first_error = first_error or exc
+        kids.append(_Op(O_BRANCH_ERR, arg=i) if kid is None else kid)
+    if all(k.code == O_BRANCH_ERR for k in kids):
+        reason = f" ({first_error})" if first_error is not None else ""
+        raise SchemaError(f"{top}: no branch of the writer union {_describe(writer)} is the record {top!r}{reason}")
+    return _Op(O_UNION, kids=kids, arg=len(writer.branches))
+
+
 def build_plan(writer: Schema, reader: Schema, layout: Layout) -> tuple[list[tuple[Any, ...]], list[int]]:
     """The flat decode program for data written with ``writer`` into ``layout`` (of ``reader``).
 
@@ -627,9 +650,9 @@ def build_plan(writer: Schema, reader: Schema, layout: Layout) -> tuple[list[tup
     root_slot = layout.slots[0]
     top = reader.fullname if isinstance(reader, Named) else reader.type
     if layout.is_record:
-        if isinstance(writer, Union):
-            raise SchemaError(f"{top}: a writer union cannot be read as the top-level record")
         assert isinstance(reader, Record)
+        if isinstance(writer, Union):
+            return flatten(_root_union(p, writer, reader, top))
         if not isinstance(writer, Record) or not _names_match(writer, reader):
             raise SchemaError(f"{top}: writer {_describe(writer)} cannot be read as record {reader.fullname!r}")
         op = p.record(writer, reader, 0, top)
