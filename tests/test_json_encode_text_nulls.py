@@ -141,3 +141,33 @@ def test_a_row_of_nulls_is_still_a_null_message_when_only_a_text_property_is_req
     # where the text property admits null, the row of nulls is a document ({"u": null})
     admits = {"type": "object", "properties": {"u": {"type": ["string", "integer", "null"]}}, "required": ["u"]}
     assert JsonEncoder(admits).encode(pa.table({"u": ["1", None]})).to_pylist() == [b'{"u":1}', b'{"u":null}']
+
+
+ITEMS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "xs": {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
+        "m": {"type": "object", "additionalProperties": {"type": ["string", "integer"]}},
+        "ys": {"type": "array", "items": {"type": ["string", "integer", "null"]}},
+    },
+}
+
+
+def test_a_null_item_or_map_value_kept_as_text_whose_schema_refuses_null_is_an_error():
+    """An array item or map value kept as JSON text cannot be left out: where its schema refuses
+    null, a null is an EncodeError naming the row and the path, on both paths; where it admits
+    null, null is written and the document is valid."""
+    encoder = JsonEncoder(ITEMS_SCHEMA)
+    arrow_schema = FORMAT.plan(FORMAT.parse(ITEMS_SCHEMA), FORMAT.parse(ITEMS_SCHEMA)).arrow_schema
+    good = {"xs": ['"a"', "1"], "m": [("k", "2")], "ys": ['"b"', None]}
+    written = encoder.encode(pa.RecordBatch.from_pylist([good], schema=arrow_schema)).to_pylist()
+    assert written == [b'{"xs":["a",1],"m":{"k":2},"ys":["b",null]}']
+    jsonschema.validate(json.loads(written[0]), ITEMS_SCHEMA)
+    assert encoder.encode_value(good) == written[0]
+    for bad, where in (({**good, "xs": ['"a"', None]}, r"xs\[\]"), ({**good, "m": [("k", None)]}, r"m\{\}")):
+        batch = pa.RecordBatch.from_pylist([good, bad], schema=arrow_schema)
+        with pytest.raises(EncodeError, match=rf"row 1: .*{where}: null is not allowed here") as raised:
+            encoder.encode(batch)
+        assert raised.value.index == 1
+        with pytest.raises(EncodeError, match="null is not allowed here"):
+            encoder.encode_value(bad)

@@ -39,6 +39,7 @@ from ..._kernels.defs import (
 from ...errors import EncodeError
 from ..avro import schema as av
 from ._column_fragments import _AVRO_UNIT, _FORMAT_TEXT, _INT_RANGE, _INT_WORD
+from .mapping import ITEMS
 
 __all__ = ["dumps_text"]
 
@@ -282,16 +283,20 @@ def _write(  # noqa: C901 - one case per op
         if isinstance(v, (str, bytes, Mapping)) or not hasattr(v, "__iter__"):
             raise EncodeError(f"{path}: {type(v).__name__} is not an array (a list)")
         item_shadow = shadow.items if isinstance(shadow, av.Array) else shadow
+        no_null = ITEMS in (refused or {}).get(id(shadow), frozenset())  # JSON-text items refusing null
         out.append("[")
         for j, item in enumerate(v):
             if j:
                 out.append(",")
+            if item is None and no_null:
+                raise EncodeError(f"{path}[{j}]: null is not allowed here")
             _write(program[1], item_shadow, item, out, f"{path}[{j}]", absent=absent, refused=refused)
         out.append("]")
         return
     if op == J_MAP:
         pairs = v.items() if isinstance(v, Mapping) else v  # the decoder gives a list of (key, value)
         value_shadow = shadow.values if isinstance(shadow, av.Map) else shadow
+        no_null = ITEMS in (refused or {}).get(id(shadow), frozenset())  # JSON-text values refusing null
         out.append("{")
         try:
             for j, (key, item) in enumerate(pairs):
@@ -302,6 +307,8 @@ def _write(  # noqa: C901 - one case per op
                         raise EncodeError(f"{path}{{}}: map key {bytes(key)[:40]!r} is not UTF-8 text") from None
                 if not isinstance(key, str):
                     raise EncodeError(f"{path}: map key {key!r} is not a string")
+                if item is None and no_null:
+                    raise EncodeError(f"{path}{{{key}}}: null is not allowed here")
                 out.append(("," if j else "") + encode_basestring(key) + ":")
                 _write(program[1], value_shadow, item, out, f"{path}{{{key}}}", absent=absent, refused=refused)
         except EncodeError:  # a key's or a value's own error (an EncodeError is a ValueError too)

@@ -82,7 +82,7 @@ from ._column_fragments import (
     _temporal,
 )
 from ._value_writer import _compact, _write, dumps_text
-from .mapping import JsonMapping, map_model
+from .mapping import ITEMS, JsonMapping, map_model
 from .schema import JsonSchemaModel, parse
 
 __all__ = ["JsonEncoder", "dumps_text"]
@@ -112,6 +112,10 @@ class _Columns:
 
     def nulls_ok(self, program: tuple[Any, ...]) -> bool:
         return program[0] in (J_NULLABLE, J_NULL)
+
+    def items_refuse_null(self, shadow: av.Schema) -> bool:
+        """Whether the array or map ``shadow`` holds JSON text whose schema refuses null."""
+        return ITEMS in self.null_refused.get(id(shadow), frozenset())
 
     def check_present(self, arr: pa.Array, live: Any, path: str) -> None:
         if not arr.null_count:
@@ -147,7 +151,7 @@ class _Columns:
             item_shadow = shadow.items if isinstance(shadow, av.Array) else shadow
             try:
                 frags = self.fragments(item_program, item_shadow, items, f"{path}[]", None)
-                if not self.nulls_ok(item_program):
+                if not self.nulls_ok(item_program) or self.items_refuse_null(shadow):
                     self.check_present(items, None, f"{path}[]")
             except _RowError as exc:  # at an item: report the row of its list
                 raise exc.up(offsets) from None
@@ -162,7 +166,7 @@ class _Columns:
             keys, values = items.field(0), _plain(items.field(1))
             try:
                 frags = self.fragments(value_program, value_shadow, values, f"{path}{{}}", None)
-                if not self.nulls_ok(value_program):
+                if not self.nulls_ok(value_program) or self.items_refuse_null(shadow):
                     self.check_present(values, None, f"{path}{{}}")
                 names = _key_text(keys, f"{path}{{}}")
             except _RowError as exc:  # at an entry: report the row of its map

@@ -139,7 +139,9 @@ class JsonMapping:
     null_refused : dict
         ``id(node)`` of shadow records -> the required properties kept as JSON text whose schema
         refuses null: their column takes null (a text column is nullable), but the encoder refuses
-        a null in them, as it does in a typed required property.
+        a null in them, as it does in a typed required property. ``id(node)`` of shadow arrays and
+        maps -> ``{ITEMS}`` when their items (values) are JSON text whose schema refuses null: the
+        encoder refuses a null item, which no document of the schema holds.
     """
 
     shadow: av.Schema
@@ -157,6 +159,10 @@ class _Typed:
     shadow: av.Schema
     program: tuple[Any, ...]
     null_ok: bool
+
+
+ITEMS = "[]"
+"""The name :attr:`JsonMapping.null_refused` gives the items of an array or the values of a map."""
 
 
 def _text(null_ok: bool = True) -> _Typed:
@@ -370,7 +376,9 @@ class _JsonSchemaMapper:
             return _text(null_ok)
         item = self.map(items, resolver, hint + "_item", depth + 1)
         shadow, program = _placed(item, item.null_ok)
-        return _Typed(av.Array(shadow), (J_ARRAY, program), null_ok)
+        node = av.Array(shadow)
+        self._text_items(node, item, items, resolver)
+        return _Typed(node, (J_ARRAY, program), null_ok)
 
     def _object(self, schema: dict[str, Any], resolver: Resolver, hint: str, depth: int, null_ok: bool) -> _Typed:
         if schema.get("patternProperties"):
@@ -383,7 +391,9 @@ class _JsonSchemaMapper:
         if isinstance(extra, dict) and _TYPING & extra.keys():
             value = self.map(extra, resolver, hint + "_value", depth + 1)
             shadow, program = _placed(value, value.null_ok)
-            return _Typed(av.Map(shadow), (J_MAP, program), null_ok)
+            node = av.Map(shadow)
+            self._text_items(node, value, extra, resolver)
+            return _Typed(node, (J_MAP, program), null_ok)
         return _text(null_ok)
 
     def _record(
@@ -419,6 +429,12 @@ class _JsonSchemaMapper:
         if refused:
             self.null_refused[id(record)] = frozenset(refused)
         return _Typed(record, (J_OBJECT, tuple(fields), False), null_ok)
+
+    def _text_items(self, node: av.Schema, item: _Typed, schema: Any, resolver: Resolver) -> None:
+        """Mark the array or map ``node`` when its items are JSON text whose schema refuses null
+        (a text column takes null, so the mapping alone does not say it)."""
+        if item.program == (J_TEXT,) and not self._admits_null(schema, resolver):
+            self.null_refused[id(node)] = frozenset({ITEMS})
 
     def _admits_null(self, schema: Any, resolver: Resolver) -> bool:
         """Whether JSON null is valid under ``schema`` (its references read through ``resolver``),
