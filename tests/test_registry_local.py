@@ -641,3 +641,33 @@ def test_opening_a_current_registry_does_not_wait_for_another_writer(tmp_path):
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+def test_a_copy_in_rollback_journal_mode_reads_while_another_process_writes(tmp_path):
+    """A registry file not yet in WAL mode (a ``VACUUM INTO`` backup) needs an exclusive lock to
+    switch: while another connection writes, it opens and reads in rollback mode, as plain SQLite
+    reads it, and the next connection without a writer switches it to WAL."""
+    import time
+
+    source, copy = str(tmp_path / "schemas.db"), str(tmp_path / "copy.db")
+    with LocalRegistry(source) as registry:
+        schema_id = registry.register("orders-value", '{"type": "string"}')
+    backup = sqlite3.connect(source)
+    backup.execute(f"VACUUM INTO '{copy}'")
+    backup.close()
+    holder = sqlite3.connect(copy, isolation_level=None)
+    assert holder.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        start = time.monotonic()
+        with LocalRegistry(copy, create=False, timeout=2.0) as reader:
+            assert reader.get_schema(schema_id).schema == '{"type": "string"}'
+        assert time.monotonic() - start < 1.5
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with LocalRegistry(copy, create=False) as again:
+        assert again.get_schema(schema_id).id == schema_id
+    check = sqlite3.connect(copy)
+    assert check.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    check.close()

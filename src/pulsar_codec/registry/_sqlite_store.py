@@ -17,7 +17,6 @@ import contextlib
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from typing import NamedTuple
 from urllib.parse import quote
@@ -224,16 +223,7 @@ class SQLiteStore:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             conn.execute("PRAGMA foreign_keys = ON")
             if not self.memory:
-                # switching to WAL takes an exclusive lock; another process may hold it for a moment
-                deadline = time.monotonic() + self.timeout
-                while True:
-                    try:
-                        conn.execute("PRAGMA journal_mode = WAL").fetchone()
-                        break
-                    except sqlite3.OperationalError:
-                        if time.monotonic() > deadline:
-                            raise
-                        time.sleep(0.01)
+                self._use_wal(conn)
         except BaseException:
             # not yet in self._connections, so close() would never reach it
             conn.close()
@@ -241,6 +231,24 @@ class SQLiteStore:
         with self._lock:
             self._connections.append(conn)
         return conn
+
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """Put the database in WAL mode (readers never wait for a writer), which it keeps once set.
+
+        A file still in rollback-journal mode (a ``VACUUM INTO`` copy) needs an exclusive lock to
+        switch: while another process writes, the connection goes on in rollback mode for now
+        (reads work, as plain SQLite's do) and a later connection switches it, instead of waiting
+        for that writer before a read.
+        """
+        if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+            return
+        conn.execute("PRAGMA busy_timeout = 100")
+        try:
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        except sqlite3.OperationalError:  # locked by a writer: switched by a later connection
+            pass
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
 
     def _conn(self) -> sqlite3.Connection:
         if self._closed:
