@@ -267,3 +267,13 @@ def test_on_error_null_steps_around_rows_that_cannot_be_encoded(backend, fmt):
 def test_on_error_checks_its_value():
     with pytest.raises(ValueError, match="on_error"):
         MessageEncoder({}, "s", on_error="skip")
+
+
+def test_use_latest_on_a_subject_without_versions_says_what_to_do(backend, reg, ck_client):  # noqa: F811
+    """No latest version to write with: a SchemaNotFoundError that says so and what to do, with this
+    package's registries and with confluent-kafka's client (whose own "not found" it translates)."""
+    for registry in (reg, ck_client):
+        with pytest.raises(
+            SchemaNotFoundError, match="subject 'nope-value' has no version to write with.*register one"
+        ):
+            pc.encode(pa.table({"a": [1]}), registry, "nope-value", use_latest=True)

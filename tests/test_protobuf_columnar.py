@@ -364,6 +364,10 @@ def test_inputs_of_other_arrow_types():
     )
     written = _columnar.encode_columns(encoder.descriptor, _columns(batch), batch.num_rows)
     assert written.cast(pa.binary()).to_pylist() == encoder._by_rows(batch).to_pylist()
+    # a decimal with a fraction is no integer: the error shows the value
+    fraction = pa.RecordBatch.from_pydict({"f64": pa.array([decimal.Decimal("12.50")], pa.decimal128(20, 2))})
+    with pytest.raises(EncodeError, match=r"an integer field needs a whole number, got Decimal\('12.50'\)"):
+        encoder.encode(fraction)
 
 
 def test_map_order_is_checked_against_the_runtime_for_each_key_type():

@@ -35,7 +35,12 @@ def latest_version(registry: Any, subject: str) -> tuple[Any, FetchedSchema]:
         return found.id, FetchedSchema(found.schema, found.schema_type, references)
     get_latest_version = getattr(registry, "get_latest_version", None)
     if callable(get_latest_version):
-        found = get_latest_version(subject)
+        try:
+            found = get_latest_version(subject)
+        except Exception as exc:  # confluent-kafka's SchemaRegistryError: its "not found" is ours
+            if getattr(exc, "http_status_code", None) == 404:
+                raise SchemaNotFoundError(f"subject {subject!r} not found ({exc})") from exc
+            raise
         schema = found.schema
         kind = getattr(schema, "schema_type", None)
         references = tuple(getattr(schema, "references", None) or ())

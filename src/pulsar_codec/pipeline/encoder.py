@@ -222,7 +222,13 @@ class MessageEncoder:
             return self._fixed
         if self.use_latest:
             assert self.subject is not None  # checked in __init__
-            schema_id, fetched = latest_version(self._registry.get(), self.subject)
+            try:
+                schema_id, fetched = latest_version(self._registry.get(), self.subject)
+            except SchemaNotFoundError as exc:
+                raise SchemaNotFoundError(
+                    f"use_latest=True: subject {self.subject!r} has no version to write with ({exc}); register"
+                    " one first, or leave use_latest off to register the batch's schema"
+                ) from exc
             model = self._parse_fetched(fetched)
             with self._lock:
                 self._latest_id = schema_id

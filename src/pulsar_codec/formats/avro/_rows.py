@@ -112,7 +112,10 @@ def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # 
                     _zz(out, at)
                     branches[at][1](v[given[0]] if given else None, out)
                     return
-            if isinstance(v, int) and not isinstance(v, bool) and any(b.type in ("int", "long") for b, _ in branches):
+            kinds = [b.type for b, _ in branches if b.type in ("int", "long")]
+            if isinstance(v, int) and not isinstance(v, bool) and kinds:
+                if len(branches) - (null_at is not None) == 1:  # a nullable int or long: say which
+                    raise EncodeError(f"{path}: {v!r} is out of the {kinds[0]} range")
                 raise EncodeError(f"{path}: {v!r} is out of the range of the union's integer branches")
             raise EncodeError(f"{path}: {v!r} matches no branch of the union")
 

@@ -433,7 +433,8 @@ class ProtobufEncoder:
         if isinstance(value, decimal.Decimal) and value.is_finite() and value == value.to_integral_value():
             value = int(value)  # Spark's form of a uint64 / fixed64 (decimal(20, 0)), read back
         if isinstance(value, bool) or not isinstance(value, int):
-            raise EncodeError(f"{path}: an integer field needs an integer, got {type(value).__name__}")
+            shown = repr(value) if isinstance(value, decimal.Decimal) else type(value).__name__
+            raise EncodeError(f"{path}: an integer field needs a whole number, got {shown}")
         low, high, word = _INT_RANGES.get(t, (value, value, ""))
         if not low <= value <= high:
             raise EncodeError(f"{path}: {value} is out of the {word} range")
