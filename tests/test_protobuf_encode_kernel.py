@@ -79,16 +79,17 @@ def test_join_fragments(case):
         assert len(offsets) == n + 1 and offsets[0] == 0 and _values(offsets, data) == expected
 
 
-def test_offsets_outside_their_data_are_refused_by_the_compiled_twin():
-    """The compiled twin copies with bounds checks off: offsets it cannot trust are an error there,
-    before any copy (they come from Arrow arrays, so this guards against a bug, never data)."""
-    if not _backend.compiled_available():
-        pytest.skip("compiled kernels unavailable")
-    kernel = _backend.get("cython").protobuf_encode
+def test_inputs_that_do_not_fit_are_refused_by_both_twins():
+    """The compiled twin copies with bounds checks off: offsets it cannot trust, and masks or columns
+    of another length, are an error there before any copy, and the same error in the pure twin
+    (they come from Arrow arrays, so this guards against a bug, never data)."""
     data = np.frombuffer(b"abc", dtype=np.uint8)
-    with pytest.raises(ValueError, match="outside"):
-        kernel.length_fragments(b"", np.array([0, 4], dtype=np.int64), data, None)
-    with pytest.raises(ValueError, match="decrease"):
-        kernel.join_fragments([(np.array([0, 2, 1], dtype=np.int64), data)], 2)
-    with pytest.raises(ValueError, match="length"):
-        kernel.join_fragments([(np.array([0, 1], dtype=np.int64), data)], 2)
+    for kernel in _twins():
+        with pytest.raises(ValueError, match="outside"):
+            kernel.length_fragments(b"", np.array([0, 4], dtype=np.int64), data, None)
+        with pytest.raises(ValueError, match="decrease"):
+            kernel.join_fragments([(np.array([0, 2, 1], dtype=np.int64), data)], 2)
+        with pytest.raises(ValueError, match="length"):
+            kernel.join_fragments([(np.array([0, 1], dtype=np.int64), data)], 2)
+        with pytest.raises(ValueError, match="length"):
+            kernel.varint_fragments(b"", np.array([1, 2], dtype=np.uint64), np.array([True]))

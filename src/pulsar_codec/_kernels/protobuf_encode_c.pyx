@@ -3,9 +3,10 @@
 the fragment columns and the contract; both twins give the same bytes).
 
 Each function measures its output first (one pass over the sizes), allocates it once, then writes
-it row by row with the GIL released. Bounds: the inputs' offsets are checked once, before any
-write (non-decreasing, within their data), so every copy stays inside its source; every write
-stays inside the output the first pass sized. That is why bounds checking is off.
+it row by row with the GIL released. Bounds: the inputs are checked once, before any write, as the
+pure twin checks them (offsets non-decreasing and within their data, masks and columns of the row
+count), so every copy stays inside its source; every write stays inside the output the first pass
+sized. That is why bounds checking is off.
 """
 
 from libc.stdint cimport int64_t, uint8_t, uint64_t
@@ -55,6 +56,16 @@ cdef int64_t _data_length(data):
     return 0 if data is None else len(memoryview(data).cast("B"))
 
 
+def _mask(present, int64_t n):
+    """``present`` as n contiguous bytes (None: every row), checked against the row count."""
+    if present is None:
+        return None
+    keep = np.ascontiguousarray(present, dtype=np.uint8)
+    if keep.shape[0] != n:
+        raise ValueError("present has another length than the rows")
+    return keep if n else None
+
+
 def varint_fragments(bytes prefix, values, present):
     """``prefix`` + the varint of each uint64 of ``values`` where ``present``."""
     cdef const uint64_t[::1] vals = np.ascontiguousarray(values, dtype=np.uint64)
@@ -63,12 +74,10 @@ def varint_fragments(bytes prefix, values, present):
     cdef const uint8_t *has = NULL
     cdef const uint8_t *pre = prefix
     cdef int64_t plen = len(prefix)
-    if present is not None:
-        keep = np.ascontiguousarray(present, dtype=np.uint8)
-        if keep.shape[0] != n:
-            raise ValueError("present and values differ in length")
-        if n:
-            has = &keep[0]
+    mask = _mask(present, n)
+    if mask is not None:
+        keep = mask
+        has = &keep[0]
     offsets_arr = np.empty(n + 1, dtype=np.int64)
     cdef int64_t[::1] offsets = offsets_arr
     with nogil:
@@ -99,12 +108,10 @@ def length_fragments(bytes prefix, offsets, data, present):
     cdef const uint8_t *has = NULL
     cdef const uint8_t *pre = prefix
     cdef int64_t plen = len(prefix)
-    if present is not None:
-        keep = np.ascontiguousarray(present, dtype=np.uint8)
-        if keep.shape[0] != n:
-            raise ValueError("present and bodies differ in length")
-        if n:
-            has = &keep[0]
+    mask = _mask(present, n)
+    if mask is not None:
+        keep = mask
+        has = &keep[0]
     out_offsets_arr = np.empty(n + 1, dtype=np.int64)
     cdef int64_t[::1] out_offsets = out_offsets_arr
     with nogil:

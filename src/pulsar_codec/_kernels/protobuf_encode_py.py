@@ -34,6 +34,31 @@ def _sized(sizes: np.ndarray) -> np.ndarray:
     return offsets
 
 
+def _check_offsets(offsets: np.ndarray, data_length: int) -> None:
+    """Refuse offsets that do not describe values inside their data (a bug upstream, never data);
+    the compiled twin copies with bounds checks off and checks the same."""
+    if len(offsets) == 0:
+        raise ValueError("fragment offsets need at least one entry")
+    if offsets[0] < 0 or offsets[-1] > data_length:
+        raise ValueError("fragment offsets point outside their data")
+    if len(offsets) > 1 and (np.diff(offsets) < 0).any():
+        raise ValueError("fragment offsets decrease")
+
+
+def _mask(present: Any, n: int) -> np.ndarray | None:
+    """``present`` as n booleans (None: every row), checked against the row count."""
+    if present is None:
+        return None
+    mask = np.asarray(present, dtype=bool)
+    if len(mask) != n:
+        raise ValueError("present has another length than the rows")
+    return mask
+
+
+def _data_length(data: Any) -> int:
+    return 0 if data is None else len(memoryview(data).cast("B"))
+
+
 def _varint_sizes(values: np.ndarray) -> np.ndarray:
     sizes = np.ones(len(values), dtype=np.int64)
     rest = values >> _U7
@@ -65,9 +90,9 @@ def _parts(array: pa.Array) -> tuple[Int64Array, UInt8Array]:
 def varint_fragments(prefix: bytes, values: Any, present: Any) -> tuple[Int64Array, UInt8Array]:
     """``prefix`` + the varint of each uint64 of ``values`` where ``present``."""
     values = np.asarray(values, dtype=np.uint64)
+    present = _mask(present, len(values))
     sizes = _varint_sizes(values) + len(prefix)
     if present is not None:
-        present = np.asarray(present, dtype=bool)
         sizes = np.where(present, sizes, 0)
         values = values[present]
     offsets = _sized(sizes)
@@ -87,10 +112,11 @@ def varint_fragments(prefix: bytes, values: Any, present: Any) -> tuple[Int64Arr
 def length_fragments(prefix: bytes, offsets: Any, data: Any, present: Any) -> tuple[Int64Array, UInt8Array]:
     """``prefix`` + the varint length + each body of ``(offsets, data)`` where ``present``."""
     offsets = np.asarray(offsets, dtype=np.int64)
+    _check_offsets(offsets, _data_length(data))
+    present = _mask(present, len(offsets) - 1)
     heads = _array(*varint_fragments(prefix, np.diff(offsets).astype(np.uint64), present))
     bodies = _array(offsets, data)
     if present is not None:
-        present = np.asarray(present, dtype=bool)
         if not present.all():
             bodies = pc.if_else(pa.array(present), bodies, _EMPTY)
     return _parts(pc.binary_join_element_wise(heads, bodies, _EMPTY))
@@ -100,6 +126,11 @@ def join_fragments(columns: list[tuple[Any, Any]], length: int) -> tuple[Int64Ar
     """Each row's values of ``columns`` (``(offsets, data)`` pairs), concatenated in order."""
     if not columns:
         return np.zeros(length + 1, dtype=np.int64), np.zeros(0, dtype=np.uint8)
+    for o, d in columns:
+        o = np.asarray(o, dtype=np.int64)
+        if len(o) != length + 1:
+            raise ValueError("a fragment column has another length than the rows")
+        _check_offsets(o, _data_length(d))
     arrays = [_array(o, d) for o, d in columns]
     joined = arrays[0] if len(arrays) == 1 else pc.binary_join_element_wise(*arrays, _EMPTY)
     return _parts(joined)

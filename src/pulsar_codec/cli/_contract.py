@@ -23,7 +23,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -238,21 +238,25 @@ def _kept_converter(stored: pa.DataType, convert: Converter | None, target: pa.D
     return run
 
 
+def _each_leaf(t: pa.DataType, leaf: Callable[[pa.DataType], pa.DataType]) -> pa.DataType:
+    """``t`` with ``leaf`` applied to every type below its structs, maps and lists (``t`` itself
+    when nothing changes)."""
+    if pa.types.is_struct(t):
+        changed = pa.struct([f.with_type(_each_leaf(f.type, leaf)) for f in t])
+    elif pa.types.is_map(t):
+        changed = pa.map_(t.key_field, t.item_field.with_type(_each_leaf(t.item_type, leaf)))
+    elif pa.types.is_list(t):
+        changed = pa.list_(t.value_field.with_type(_each_leaf(t.value_type, leaf)))
+    elif pa.types.is_large_list(t):
+        changed = pa.large_list(t.value_field.with_type(_each_leaf(t.value_type, leaf)))
+    else:
+        return leaf(t)
+    return t if changed == t else changed
+
+
 def _stored(t: pa.DataType) -> pa.DataType:
     """``t`` with each duration as the int64 Parquet stores it, as Spark reads it."""
-    if pa.types.is_duration(t):
-        return pa.int64()
-    if pa.types.is_struct(t):
-        changed = pa.struct([f.with_type(_stored(f.type)) for f in t])
-    elif pa.types.is_map(t):
-        changed = pa.map_(t.key_field, t.item_field.with_type(_stored(t.item_type)))
-    elif pa.types.is_list(t):
-        changed = pa.list_(t.value_field.with_type(_stored(t.value_type)))
-    elif pa.types.is_large_list(t):
-        changed = pa.large_list(t.value_field.with_type(_stored(t.value_type)))
-    else:
-        return t
-    return t if changed == t else changed
+    return _each_leaf(t, lambda x: pa.int64() if pa.types.is_duration(x) else x)
 
 
 def _nullable(t: pa.DataType) -> pa.DataType:
@@ -291,17 +295,7 @@ def _then_cast(convert: Converter | None, target: pa.DataType) -> Converter:
 
 def _written(t: pa.DataType) -> pa.DataType:
     """``t`` with every ``time64[ns]`` as ``time64[us]``, at any depth."""
-    if t == pa.time64("ns"):
-        return pa.time64("us")
-    if pa.types.is_struct(t):
-        changed = pa.struct([f.with_type(_written(f.type)) for f in t])
-    elif pa.types.is_map(t):
-        changed = pa.map_(t.key_field, t.item_field.with_type(_written(t.item_type)))
-    elif pa.types.is_list(t):
-        changed = pa.list_(t.value_field.with_type(_written(t.value_type)))
-    else:
-        return t
-    return t if changed == t else changed
+    return _each_leaf(t, lambda x: pa.time64("us") if x == pa.time64("ns") else x)
 
 
 def convert_batch(
