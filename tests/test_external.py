@@ -203,8 +203,8 @@ def test_clear_caches_picks_up_a_newer_latest_version(factory, reg):
     assert latest.decode_batch([data]).schema.names == ["id", "name"]  # the cached writer
     latest.clear_caches()
     assert latest.decode_batch([data]).to_pylist() == [{"id": 1, "name": "a", "email": "unknown"}]
-    # per message, a schema without its own reads each message as its writer
-    assert latest.decode(None, data) == {"id": 1, "name": "a"}
+    # one message reads as the batch does: into the latest version
+    assert latest.decode(None, data) == {"id": 1, "name": "a", "email": "unknown"}
 
 
 def test_public_names_and_no_import_cycles():
@@ -457,11 +457,13 @@ def test_evolution_reader_v2_reads_v1_and_v2(backend, factory):
     assert batch.schema.names == ["id", "name", "email"]
     # the old reader drops the new field
     assert v1.decode(None, messages[1]) == {"id": 2, "name": "b"}
-    # a reader_schema overrides; no schema at all: each message's writer
+    # a reader_schema overrides; no schema but use_latest: the latest version reads, one message
+    # as a batch (confluent-kafka's use.latest.version)
     as_v1 = factory.avro_schema("t", USER_V2, reader_schema=USER_V1)
     assert as_v1.decode(None, messages[1]) == {"id": 2, "name": "b"}
-    any_writer = factory.avro_schema("t", use_latest=True)
-    assert any_writer.decode(None, messages[0]) == {"id": 1, "name": "a"}
+    latest = factory.avro_schema("t", use_latest=True)
+    assert latest.decode(None, messages[0]) == expected[0]
+    assert latest.decode_batch(pa.array(messages[:1], pa.binary())).to_pylist() == expected[:1]
 
 
 def test_per_message_equals_bulk_rich(backend, factory):
@@ -582,6 +584,23 @@ def test_corrupt_payload(backend, factory):
     decoded = schema.decode_batch([good, truncated, b"\x07"], on_error="null")
     assert decoded.batch.column("id").to_pylist() == [1, None, None]
     assert decoded.errors.column("index").to_pylist() == [1, 2]
+
+
+def test_primitive_batches_report_unreadable_writers_as_rows(backend, factory, reg):
+    # a top-level string / bytes schema decodes a batch message by message (raw Confluent bytes);
+    # a writer it cannot read is an error row, as for a record schema, not an exception
+    json_id = reg.register("j-value", json.dumps({"type": "object"}), "JSON")
+    record = factory.avro_schema("r", USER_V1).encode(None, {"id": 1, "name": "a"}).data
+    other = b"\x00" + struct.pack(">I", json_id) + b"{}"
+    for avro_type, value in (("string", "hi"), ("bytes", b"\x01")):
+        schema = factory.avro_schema(avro_type, avro_type)
+        good = schema.encode(None, value).data
+        decoded = schema.decode_batch([good, other, record], on_error="null")
+        assert decoded.batch.column("value").to_pylist() == [value, None, None]
+        assert decoded.errors.column("index").to_pylist() == [1, 2]
+        assert decoded.errors.column("code").to_pylist() == [ErrorCode.SCHEMA_UNRESOLVABLE] * 2
+        with pytest.raises(errors.SchemaError, match=r"message 1"):
+            schema.decode_batch([good, other])
 
 
 def test_every_message_is_checked_strictly(backend, factory):
@@ -710,6 +729,20 @@ def test_keyvalue_ids_and_inline_payload(backend, factory, reg):
         {"id": 1, "name": "a"},
         {"id": 2, "name": "b"},
     ]
+
+
+def test_keyvalue_schema_info_is_java_key_value(factory):
+    # Java's KeyValue schema registers KEY_VALUE (INLINE) with each side's own SchemaInfo
+    kv = factory.keyvalue_schema("t", pt.SchemaType.STRING, USER_V1)
+    info = kv.schema_info
+    assert info.type is pt.SchemaType.KEY_VALUE and info.name == "KeyValue"
+    assert info.properties["kv.encoding.type"] == "INLINE"
+    key_info, value_info = pt.decode_keyvalue_schema_info(info)
+    assert (key_info.type, key_info.name, key_info.schema) == (pt.SchemaType.STRING, "String", b"")
+    assert (value_info.type, value_info.schema) == (pt.SchemaType.EXTERNAL, b"")
+    both = factory.keyvalue_schema("t", {"type": "string"}, USER_V1)
+    sides = pt.decode_keyvalue_schema_info(both.schema_info)
+    assert [side.type for side in sides] == [pt.SchemaType.EXTERNAL] * 2
 
 
 def test_keyvalue_raw_sides_use_the_kv_schema_id(factory):

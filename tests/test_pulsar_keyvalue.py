@@ -215,6 +215,14 @@ def test_constructor_checks():
         KeyValueSchema().encode(("str key", b"v"))
 
 
+def test_raw_separated_key_that_is_not_text():
+    schema = KeyValueSchema(encoding="SEPARATED", key_encoding="raw")
+    assert schema.encode_message(b"k", b"v") == (b"v", "k")
+    with pytest.raises(errors.EncodeError, match="base64"):
+        schema.encode_message(b"\xff\x00", b"v")
+    assert KeyValueSchema(encoding="SEPARATED").encode_message(b"\xff\x00", b"v") == (b"v", "/wA=")
+
+
 def test_client_sees_a_bytes_schema():
     info = KeyValueSchema(StringSchema(), AvroSchema(Point), "SEPARATED").schema_info()
     assert info.schema_type() == pulsar.schema.BytesSchema().schema_info().schema_type()
@@ -234,9 +242,24 @@ def test_java_schema_info():
     assert value_data == avro.schema_info().schema().encode()
     key_info, value_info = pt.decode_keyvalue_schema_info(info)
     assert key_info.type is pt.SchemaType.STRING and value_info.type is pt.SchemaType.AVRO
+    assert info.properties["key.schema.name"] == "String"  # Java StringSchema's name
     inline = KeyValueSchema().java_schema_info()
     assert inline.properties["kv.encoding.type"] == "INLINE"
     assert inline.schema == bytes(8)
+    assert inline.properties["key.schema.name"] == "Bytes"
+
+
+def test_java_schema_info_of_an_external_side():
+    # the adapter is BYTES towards the client, but Java registers an external side as EXTERNAL
+    from pulsar_codec.external import SchemaInfoProviderFactory
+    from pulsar_codec.registry import LocalRegistry
+
+    with LocalRegistry(":memory:") as registry:
+        value = SchemaInfoProviderFactory(registry).avro_schema("t", {"type": "record", "name": "R", "fields": []})
+        info = KeyValueSchema(StringSchema(), pcp.ExternalSchemaAdapter(value), "SEPARATED").java_schema_info()
+    assert info.properties["value.schema.type"] == "EXTERNAL"
+    _, value_info = pt.decode_keyvalue_schema_info(info)
+    assert (value_info.type, value_info.schema) == (pt.SchemaType.EXTERNAL, b"")
 
 
 def test_keyvalue_columns_inline(backend):

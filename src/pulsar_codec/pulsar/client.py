@@ -46,7 +46,13 @@ from ..keyvalue import KeyValueEncodingType
 from ._sdk import check_key_encoding
 from ._sdk import native as _pulsar
 from ._sdk import pulsar as _pulsar_client
-from .schema_info import SchemaInfo, SchemaType, encode_keyvalue_schema_info
+from .schema_info import (
+    SchemaInfo,
+    SchemaType,
+    encode_keyvalue_schema_info,
+    external_schema_info,
+    primitive_schema_info,
+)
 
 __all__ = [
     "ExternalSchema",
@@ -171,11 +177,20 @@ class KeyValueSchema(_pulsar_client.schema.Schema):  # type: ignore[misc]  # pul
         """
         parts = []
         for sub in (self.key_schema, self.value_schema):
+            if isinstance(sub, ExternalSchemaAdapter):
+                # towards the client the adapter is BYTES; Java registers an external schema's own
+                # SchemaInfo: type EXTERNAL, empty schema data
+                own = getattr(sub.external_schema, "schema_info", None)
+                parts.append(own if isinstance(own, SchemaInfo) else external_schema_info())
+                continue
             info = sub.schema_info()
             schema_type = SchemaType.from_name(info.schema_type().name)
-            # a primitive sub-schema has no schema data in Java (KeyValueSchemaInfo writes length 0)
-            data = b"" if schema_type.is_primitive else info.schema().encode("utf-8")
-            parts.append(SchemaInfo(info.name(), schema_type, data))
+            if schema_type.is_primitive:
+                # Java's primitive SchemaInfo: its own name ("String", ...) and no schema data
+                # (KeyValueSchemaInfo writes length 0)
+                parts.append(primitive_schema_info(schema_type))
+                continue
+            parts.append(SchemaInfo(info.name(), schema_type, info.schema().encode("utf-8")))
         return encode_keyvalue_schema_info(parts[0], parts[1], self.encoding, name=self.name)
 
     # -- encoding --
@@ -204,6 +219,11 @@ class KeyValueSchema(_pulsar_client.schema.Schema):  # type: ignore[misc]  # pul
         INLINE gives the KeyValue payload and no partition key. SEPARATED gives the encoded value
         and the key as Base64 text (``key_encoding="base64"``) or as UTF-8 text (``"raw"``); None
         for a null key.
+
+        Raises
+        ------
+        EncodeError
+            ``key_encoding="raw"`` and the encoded key is not UTF-8 text.
         """
         key_b, value_b = self.encode_parts(key, value)
         if not self.separated:
@@ -213,7 +233,13 @@ class KeyValueSchema(_pulsar_client.schema.Schema):  # type: ignore[misc]  # pul
         elif self.key_encoding == "base64":
             partition_key = _kv.encode_partition_key(key_b)[0]
         else:
-            partition_key = key_b.decode("utf-8")  # raises for keys that are not text: they need base64
+            try:
+                partition_key = key_b.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise EncodeError(
+                    f"the key's bytes are not UTF-8 text (byte {exc.start}), which key_encoding='raw' needs "
+                    "for a partition key: use key_encoding='base64'"
+                ) from None
         return value_b, partition_key
 
     # -- decoding --

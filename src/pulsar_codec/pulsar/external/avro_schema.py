@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from ... import wire
-from ...errors import DecodeError, EncodeError, ErrorCode, SchemaNotFoundError, error_for
+from ...errors import DecodeError, EncodeError, ErrorCode, SchemaError, SchemaNotFoundError, at_message, error_for
 from ...formats import get_format
 from ...formats.avro.encoder import Encoder
 from ...formats.avro.raw import raw_heads, written_raw
@@ -237,25 +237,34 @@ class AvroExternalSchema(RegistrySchema):
         """
         self._check_open()
         sid, body, protocol_byte = self._split(data, schema_id)
-        decoder = self._decoder(self._reader)
+        reader = self._read_as(topic)
+        decoder = self._decoder(reader)
         writer = decoder.writer_schema(sid)
         raw = _raw_primitive(writer, self.protocol, protocol_byte)
         if raw is not None:
-            return self._raw_value(raw, bytes(body), sid, writer)
+            return self._raw_value(raw, bytes(body), sid, writer, reader)
         return decoder.decode_value(body, sid, protocol_byte=protocol_byte if protocol_byte >= 0 else None)
 
-    def _raw_value(self, raw: str, body: bytes, schema_id: int, writer: Schema) -> Any:
+    def _read_as(self, topic: str | None) -> Schema | None:
+        """The reader schema of ``topic``'s messages: the given reader or own schema; without
+        either, with ``use_latest``, the subject's latest version (as confluent-kafka's
+        ``use.latest.version`` reads), else None (each message its writer's values)."""
+        if self._reader is None and self.use_latest:
+            return self.writer(topic)[1]  # type: ignore[no-any-return]
+        return self._reader
+
+    def _raw_value(self, raw: str, body: bytes, schema_id: int, writer: Schema, reader: Schema | None) -> Any:
         value: Any = body
         if raw == "string":
             try:
                 value = body.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise error_for(ErrorCode.AVRO_INVALID_UTF8, 0, exc.start) from None
-        reader = self._reader or writer
-        if isinstance(reader, Primitive) and reader.type == raw:
+        target = reader or writer
+        if isinstance(target, Primitive) and target.type == raw:
             return value
         # another reader type: let the plan resolve the value written the Avro way (with its length)
-        return self._decoder(self._reader).decode_value(Encoder(writer).encode_value(value), schema_id)
+        return self._decoder(reader).decode_value(Encoder(writer).encode_value(value), schema_id)
 
     def decode_batch(
         self, messages: Any, schema_ids: Any = None, *, topic: str | None = None, on_error: str = "raise"
@@ -278,9 +287,7 @@ class AvroExternalSchema(RegistrySchema):
             column named ``value``).
         """
         self._check_open()
-        reader = self._reader
-        if reader is None and self.use_latest:
-            reader = self.writer(topic)[1]
+        reader = self._read_as(topic)
         if schema_ids is None and not self.framed:
             raise SchemaNotFoundError("framed=False: decode_batch needs the messages' schema_ids")
         if isinstance(self.schema, Primitive) and self.protocol in _RAW_FRAMINGS:
@@ -300,11 +307,14 @@ class AvroExternalSchema(RegistrySchema):
                         raise exc.moved(i) from None
                     values.append(None)
                     bad.append((int(exc.code), i, exc.offset, exc.detail, str(exc.moved(i))))
-                except SchemaNotFoundError as exc:
+                except (SchemaNotFoundError, SchemaError) as exc:
+                    # as the pipeline reports them: an unknown id, or a writer the reader cannot read
                     if not keep_going:
-                        raise
+                        raise at_message(exc, i) from None
                     values.append(None)
-                    bad.append((int(ErrorCode.SCHEMA_NOT_FOUND), i, 0, 0, f"{exc} (message {i}, byte 0)"))
+                    unknown = isinstance(exc, SchemaNotFoundError)
+                    code = ErrorCode.SCHEMA_NOT_FOUND if unknown else ErrorCode.SCHEMA_UNRESOLVABLE
+                    bad.append((int(code), i, 0, 0, f"{exc} (message {i}, byte 0)"))
             arrow_type = self._decoder(reader).arrow_schema.field(0).type  # type: ignore[union-attr]
             batch = pa.RecordBatch.from_arrays([pa.array(values, arrow_type)], ["value"])
             return Decoded(batch, errors_table(bad)) if keep_going else batch

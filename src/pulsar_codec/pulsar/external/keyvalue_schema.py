@@ -13,7 +13,7 @@ from ... import primitives as _primitives
 from ..._arrow import around_bad_rows
 from ...errors import EncodeError, PrimitiveDecodeError, SchemaError
 from ...formats.base import Decoded, check_on_error, errors_table
-from ..schema_info import EncodeData, SchemaType
+from ..schema_info import EncodeData, SchemaInfo, SchemaType, encode_keyvalue_schema_info, primitive_schema_info
 from .base import ExternalSchema
 
 __all__ = ["KeyValue", "KeyValueExternalSchema", "primitive_type"]
@@ -88,6 +88,17 @@ class KeyValueExternalSchema(ExternalSchema):
     def topic(self) -> str | None:
         """The topic given here, else the value schema's."""
         return self._topic if self._topic is not None else super().topic
+
+    @property
+    def schema_info(self) -> SchemaInfo:
+        """What a Java client registers for this schema: a KEY_VALUE SchemaInfo (INLINE, named
+        ``"KeyValue"`` unless a name was given) whose sides are the external schemas' own SchemaInfos
+        (type EXTERNAL, empty schema data) or the primitive key's."""
+        key = self.key_schema
+        key_info = primitive_schema_info(key) if isinstance(key, SchemaType) else key.schema_info
+        return encode_keyvalue_schema_info(
+            key_info, self.value_schema.schema_info, _kv.KeyValueEncodingType.INLINE, name=self.name or "KeyValue"
+        )
 
     def __repr__(self) -> str:
         return f"KeyValueExternalSchema(key={self.key_schema!r}, value={self.value_schema!r})"

@@ -81,7 +81,9 @@ class SchemaInfoProviderFactory(ProviderSource):
         Register the writer schema under its subject (compatibility checked by the registry).
         False: look the schema up in the subject instead (SchemaNotFoundError if it is not there).
     use_latest : bool, default False
-        Write with the subject's latest version instead of the given schema.
+        Write with the subject's latest version instead of the given schema. An Avro schema
+        given no schema (nor ``reader_schema``) also reads every message as that version, one
+        message as a batch (confluent-kafka's ``use.latest.version``).
     fast : bool, optional
         Deprecated and ignored (every message is decoded by the compiled plan).
     registry_options
