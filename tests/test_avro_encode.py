@@ -347,3 +347,28 @@ def test_offsets_at_a_misaligned_address(both_backends):
     schema = {"type": "record", "name": "R", "fields": [{"name": "s", "type": "string"}]}
     res = both(avro.Encoder(schema), pa.record_batch({"s": strings}), both_backends)
     assert res == ("ok", [b"\x02a", b"\x04bc", b"\x06def"])
+
+
+def test_row_writer_refuses_text_and_mappings_as_arrays_or_maps():
+    # str, bytes and dict iterate, but a string written as an array of its characters (what
+    # fastavro does) or a dict as an array of its keys is never what was meant
+    encoder = encoder_mod.Encoder(
+        avro.parse(
+            {
+                "type": "record",
+                "name": "R",
+                "fields": [
+                    {"name": "tags", "type": {"type": "array", "items": "string"}},
+                    {"name": "attrs", "type": {"type": "map", "values": "int"}},
+                ],
+            }
+        )
+    )
+    for tags in ("abc", b"ab", {"a": 1}, 5):
+        with pytest.raises(EncodeError, match=r"R\.tags: .* is not an array"):
+            encoder.encode_value({"tags": tags, "attrs": {}})
+    for attrs in ("ab", [1, 2], [("a", 1, 2)], 7):
+        with pytest.raises(EncodeError, match=r"R\.attrs: .* is not a map"):
+            encoder.encode_value({"tags": [], "attrs": attrs})
+    # any other iterable of items still is an array; pairs still are a map
+    assert encoder.encode_value({"tags": (t for t in ["x"]), "attrs": [("k", 1)]}) == b"\x02\x02x\x00\x02\x02k\x02\x00"

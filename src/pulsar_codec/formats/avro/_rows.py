@@ -154,6 +154,7 @@ def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # 
         def w_array(v: Any, out: bytearray) -> None:
             if v is None:
                 raise EncodeError(f"{path}: null is not an array")
+            v = _items_of(v, path)
             if len(v):
                 _zz(out, len(v))
                 for x in v:
@@ -167,8 +168,7 @@ def row_writer(node: Schema, path: str) -> Callable[[Any, bytearray], None]:  # 
         def w_map(v: Any, out: bytearray) -> None:
             if v is None:
                 raise EncodeError(f"{path}: null is not a map")
-            items = v.items() if isinstance(v, dict) else v
-            items = list(items)
+            items = _pairs_of(v, path)
             if items:
                 _zz(out, len(items))
                 for k, x in items:
@@ -369,6 +369,40 @@ def _unscaled(v: Any, scale: int, precision: int, path: str) -> int:
         if rest:
             raise EncodeError(f"{path}: {v!r} cannot be written with scale {scale} without rounding")
     return -n if sign else n
+
+
+def _items_of(v: Any, path: str) -> Any:
+    """``v`` as a sized sequence of array items. Text, bytes and mappings are iterable but are not
+    arrays: written item by item they would give an array of characters or of keys."""
+    if isinstance(v, (str, bytes, bytearray, memoryview, Mapping)):
+        raise EncodeError(f"{path}: {_shown(v)} is not an array (give a list or tuple of items)")
+    if hasattr(v, "__len__"):
+        return v
+    try:
+        return list(v)  # a generator or another iterable: its items, in order
+    except TypeError:
+        raise EncodeError(f"{path}: {_shown(v)} is not an array (give a list or tuple of items)") from None
+
+
+def _pairs_of(v: Any, path: str) -> list[Any]:
+    """``v`` as a list of ``(key, value)`` pairs: a mapping's items, or pairs given as such."""
+    if isinstance(v, Mapping):
+        return list(v.items())
+    bad = EncodeError(f"{path}: {_shown(v)} is not a map (give a dict or a list of (key, value) pairs)")
+    if isinstance(v, (str, bytes, bytearray, memoryview)):
+        raise bad
+    try:
+        pairs = list(v)
+    except TypeError:
+        raise bad from None
+    if not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in pairs):
+        raise bad
+    return pairs
+
+
+def _shown(v: Any) -> str:
+    text = repr(v)
+    return f"{type(v).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
 
 
 def accepts(node: Schema, v: Any) -> bool:
