@@ -231,6 +231,18 @@ def test_batch_read_between_offsets(spark, registered, pulsar_broker, users_topi
     (planned,) = PulsarBatchReader(plan, None).partitions()
     assert id_parts(_pulsar.MessageId.deserialize(base64.b64decode(planned.end)))[:2] == id_parts(last)[:2]
 
+    # planned on the driver, before any task: an end given before its start is refused (it would
+    # read nothing), as is a partition the broker does not have (it would be ignored)
+    backwards = {"starting_offsets": json.dumps({topic: offset_of(ids[7])})}
+    plan = SourcePlan.from_options({**options, **backwards, "ending_offsets": json.dumps({topic: offset_of(ids[2])})})
+    with pytest.raises(ValueError, match=f"ending_offsets of {topic} is before its starting_offsets"):
+        PulsarBatchReader(plan, None).partitions()
+    plan = SourcePlan.from_options({**options, **backwards, "ending_offsets": json.dumps({topic: offset_of(ids[7])})})
+    assert PulsarBatchReader(plan, None).partitions() == []  # an empty range, not a backwards one
+    plan = SourcePlan.from_options({**options, "starting_offsets": json.dumps({f"{topic}-partition-0": "latest"})})
+    with pytest.raises(ValueError, match=f"names {topic}-partition-0, which the broker does not have: it is not"):
+        PulsarBatchReader(plan, None).partitions()
+
 
 # -- KeyValue topics ---------------------------------------------------------------------------------
 
@@ -674,6 +686,22 @@ def test_option_errors(spark, registered, pulsar_broker, tmp_path):
         SourcePlan.from_options({**base, "decode": "false", "ending_offsets": '{"b-partition-0": "latest"}'})
     partition = SourcePlan.from_options({**base, "decode": "false", "starting_offsets": '{"a-partition-1": "latest"}'})
     assert partition.starting.for_partition("persistent://public/default/a-partition-1") == "latest"
+    # a partition index the topic does not have is refused once the partitions are listed
+    a = "persistent://public/default/a"
+    listed = [f"{a}-partition-{i}" for i in range(11)] + ["persistent://public/default/b"]
+    partition.starting.check_partitions("starting_offsets", listed)
+    with pytest.raises(
+        ValueError,
+        match=f"names {a}-partition-11, which the broker does not have: its partitions "
+        f"are {a}-partition-0 to {a}-partition-10",
+    ):
+        OffsetSpec.parse('{"a-partition-11": "latest"}', "earliest", "x").check_partitions("x", listed)
+    OffsetSpec.parse('{"c-partition-3": "latest"}', "earliest", "x").check_partitions("x", listed)  # not listed yet
+    # the words in any case, as Spark's Kafka source takes them
+    assert OffsetSpec.parse(" LATEST ", "earliest", "x") == OffsetSpec("latest")
+    assert OffsetSpec.parse('{"a": "Earliest"}', "latest", "x").for_partition(a) == "earliest"
+    with pytest.raises(ValueError, match="needs the option 'topics' .*, or 'topics_pattern' with 'admin_url'"):
+        SourcePlan.from_options({"service_url": pulsar_broker.url, "decode": "false"})
     with pytest.raises(ValueError, match="registry_auth"):
         registry_config({"registry": "http://127.0.0.1:1", "registry_auth": "nocolon"})
     config = registry_config({"registry": "http://127.0.0.1:1", "registry_auth": "me:secret"})
@@ -692,9 +720,13 @@ def test_option_errors(spark, registered, pulsar_broker, tmp_path):
             StructType().add("value", "binary"),
             False,
         )
-    with pytest.raises(ValueError, match="cannot overwrite"):
+    with pytest.raises(ValueError, match=r'cannot overwrite one \(use mode\("append"\)\)'):
         SinkPlan.from_options(
             {"service_url": pulsar_broker.url, "topic": "t"}, StructType().add("value", "binary"), True
+        )
+    with pytest.raises(ValueError, match=r'cannot overwrite one \(use outputMode\("append"\)\)'):
+        SinkPlan.from_options(
+            {"service_url": pulsar_broker.url, "topic": "t"}, StructType().add("value", "binary"), True, stream=True
         )
     # through Spark: the refusal reaches the user when the query starts
     query = (
@@ -705,6 +737,38 @@ def test_option_errors(spark, registered, pulsar_broker, tmp_path):
     )
     with pytest.raises(StreamingQueryException, match="ending_offsets applies to batch reads"):
         query.awaitTermination(60)
+
+
+def test_what_a_side_accepts_but_does_not_use_is_a_warning(caplog):
+    """max_records_per_trigger in a batch read, and columns the sink does not send (a Kafka-style
+    ``key`` column beside ``value`` without key_column), are said, not silently dropped."""
+    import logging
+
+    from pyspark.sql.types import StructType
+
+    source = {"service_url": "pulsar://127.0.0.1:1", "topics": "a", "decode": "false"}
+    sink = {"service_url": "pulsar://127.0.0.1:1", "topic": "t"}
+    with caplog.at_level(logging.WARNING, logger="pulsar_codec"):
+        PulsarDataSource(source).reader(None)
+        PulsarDataSource(source).streamReader(None)
+        PulsarDataSource({**source, "max_records_per_trigger": "5"}).streamReader(None)
+        assert not caplog.records
+        PulsarDataSource({**source, "max_records_per_trigger": "5"}).reader(None)
+        SinkPlan.from_options(sink, StructType().add("k", "string").add("value", "binary"), False)
+        SinkPlan.from_options(
+            {**sink, "key_column": "k"}, StructType().add("k", "string").add("value", "binary"), False
+        )
+        three = StructType().add("key", "string").add("value", "binary").add("extra", "long")
+        SinkPlan.from_options(sink, three, False)
+    assert [r.getMessage() for r in caplog.records] == [
+        "format(\"pulsar\") (reading) ignores the option 'max_records_per_trigger' in a batch read (spark.read): it "
+        "bounds the micro-batches of spark.readStream; a batch read takes everything between starting_offsets and "
+        "ending_offsets",
+        "format(\"pulsar\") (writing) does not send the column 'k': only 'value' is written (key_column names a "
+        "string column sent as the partition key)",
+        "format(\"pulsar\") (writing) does not send the columns 'key', 'extra': only 'value' is written (key_column "
+        "names a string column sent as the partition key)",
+    ]
 
 
 def test_an_option_no_side_reads_is_a_warning(caplog):

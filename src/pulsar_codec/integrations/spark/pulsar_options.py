@@ -240,8 +240,11 @@ def topic_list(options: Mapping[str, str]) -> tuple[str, ...]:
         raise ValueError("give the option 'topics' (or its one-topic spelling 'topic'), not both")
     if (given is None or not str(given).strip()) and str(options.get("topic") or "").strip():
         given = options.get("topic")  # the sink's spelling, and pulsar-spark's for one topic
-    else:
-        given = required(options, "topics")
+    elif given is None or not str(given).strip():
+        raise ValueError(
+            "format(\"pulsar\") needs the option 'topics' (a comma list; 'topic' for one), or "
+            "'topics_pattern' with 'admin_url'"
+        )
     names = [full_topic(t) for t in str(given).split(",") if t.strip()]
     if not names:
         raise ValueError("option 'topics' names no topic")
@@ -289,8 +292,8 @@ class OffsetSpec:
         if text is None or not str(text).strip():
             return cls(default)
         text = str(text).strip()
-        if text in (EARLIEST, LATEST):
-            return cls(text)
+        if text.lower() in (EARLIEST, LATEST):  # any case, as Spark's Kafka source takes them
+            return cls(text.lower())
         try:
             found = json.loads(text)
         except json.JSONDecodeError:
@@ -304,7 +307,9 @@ class OffsetSpec:
         for topic, value in found.items():
             if not isinstance(value, str):
                 raise ValueError(f"option {name!r}: the offset of {topic!r} must be a string, got {value!r}")
-            if value not in (EARLIEST, LATEST):
+            if value.strip().lower() in (EARLIEST, LATEST):
+                value = value.strip().lower()
+            else:
                 decode_offset(value)  # fails here, on the driver, for a malformed id
             pairs.append((full_topic(topic), value))
         return cls(default, tuple(pairs))
@@ -322,6 +327,24 @@ class OffsetSpec:
                     )
             elif base not in topics:
                 raise ValueError(f"option {name!r} names {topic}, which is not one of the topics read: {list(topics)}")
+
+    def check_partitions(self, name: str, partitions: list[str]) -> None:
+        """Refuse offsets for a partition the broker does not have (``orders-partition-7`` of a
+        topic with 4 partitions, or ``-partition-0`` of a topic that is not partitioned): it would
+        be ignored, and its partitions read from the default. ``partitions`` are those listed now;
+        a partition of a topic not among them (a ``topics_pattern`` topic not created yet) passes."""
+        listed = set(partitions)
+        owners: dict[str, list[str]] = {}
+        for partition in partitions:
+            owners.setdefault(split_partition(partition)[0], []).append(partition)
+            owners.setdefault(partition, [partition])
+        for topic, _ in self.per_topic:
+            base, index = split_partition(topic)
+            if topic in listed or index < 0 or base not in owners:
+                continue
+            found = sorted((p for p in owners[base] if p != base), key=lambda p: split_partition(p)[1])
+            has = f"its partitions are {found[0]} to {found[-1]}" if found else "it is not partitioned"
+            raise ValueError(f"option {name!r} names {topic}, which the broker does not have: {has}")
 
     def for_partition(self, partition_topic: str) -> str:
         """The offset word or id of one partition."""

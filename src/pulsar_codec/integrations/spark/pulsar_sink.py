@@ -34,7 +34,8 @@ What is encoded
 The ``value`` column when there is one: a struct is a record, another type a message of that type,
 and a binary ``value`` is sent as it is (already framed; no registry needed). Without a ``value``
 column, every column but ``key_column`` makes the record. A null value is a null-value message
-(a tombstone).
+(a tombstone). Columns that are not sent (beside ``value``, other than ``key_column``) are named
+in a warning when the writer is planned.
 
 With ``keyvalue``, the DataFrame needs a ``key`` and a ``value`` column (other columns are not
 sent); each is encoded as above (a binary one is sent as it is) and framed with ``protocol``.
@@ -318,13 +319,15 @@ class SinkPlan:
     backend: str = field(default_factory=lambda: _backend.active().name)
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str], schema: Any, overwrite: bool) -> SinkPlan:
-        """Read the options and settle the writer schemas (registered here, on the driver)."""
+    def from_options(cls, options: Mapping[str, str], schema: Any, overwrite: bool, stream: bool = False) -> SinkPlan:
+        """Read the options and settle the writer schemas (registered here, on the driver);
+        ``stream``: a ``writeStream`` (whose ``overwrite`` is the complete output mode)."""
         from pyspark.sql.types import BinaryType, StringType, StructType
 
         check_names(options, SINK_OPTIONS, 'format("pulsar") (writing)', SINK_HINTS)
         if overwrite:
-            raise ValueError('format("pulsar") appends to a topic; it cannot overwrite one (use mode "append")')
+            use = 'outputMode("append")' if stream else 'mode("append")'
+            raise ValueError(f'format("pulsar") appends to a topic; it cannot overwrite one (use {use})')
         topic = full_topic(required(options, "topic"))
         names = schema.fieldNames()
         kv, key_encoding = _keyvalue_options(options, names)
@@ -345,6 +348,17 @@ class SinkPlan:
         parts = {"value": value_type}
         if kv is not None:
             parts = {"key": schema["key"].dataType, **parts}
+        sent = set(parts) if value_column is not None else set(names)
+        unsent = [name for name in names if name not in sent and name != key_column]
+        if unsent:  # a Kafka-style "key" column, say, that is neither key_column nor part of the value
+            _log.warning(
+                'format("pulsar") (writing) does not send the column%s %s: only %s %s written%s',
+                "s" if len(unsent) > 1 else "",
+                ", ".join(repr(n) for n in unsent),
+                " and ".join(repr(n) for n in parts),
+                "are" if len(parts) > 1 else "is",
+                "" if kv is not None or key_column else " (key_column names a string column sent as the partition key)",
+            )
         timeout_ms = positive_int(options, "timeout_ms", DEFAULT_TIMEOUT_MS) or DEFAULT_TIMEOUT_MS
         service_url = required(options, "service_url")
         dead_letter_topic = full_topic(options["dead_letter_topic"]) if options.get("dead_letter_topic") else None

@@ -25,10 +25,13 @@ Options
 ``starting_offsets``
     ``earliest`` (default), ``latest``, or a JSON object mapping a topic-partition (or a topic,
     for all its partitions) to ``earliest``, ``latest`` or a message id offset; a range starts
-    *after* that message. Unnamed partitions start at ``earliest``.
+    *after* that message. Unnamed partitions start at ``earliest``. The words take any case. A
+    topic not read, or a partition the broker does not have (``-partition-7`` of a topic with 4,
+    ``-partition-0`` of one that is not partitioned), is refused.
 ``ending_offsets``
     Batch only: ``latest`` (default: the broker's last ids when the query is planned) or a JSON
-    object as above; a range ends *with* that message.
+    object as above; a range ends *with* that message. A given id before the partition's given
+    starting id is refused.
 ``registry``, ``registry_auth``, ``registry_token``
     An ``http(s)://`` registry URL or an embedded registry's file; ``user:password`` or a bearer
     token. The executors rebuild the client from this config for ids the driver did not ship.
@@ -57,7 +60,8 @@ Options
     ``key_message`` is the key's ``message``.
 ``max_records_per_trigger``
     Streaming: at most this many entries per micro-batch, shared among the partitions (a
-    producer's batch is one entry; see :func:`.pulsar_offsets.plan_ends`).
+    producer's batch is one entry; see :func:`.pulsar_offsets.plan_ends`). A batch read logs
+    that it ignores it.
 ``timeout_ms``
     Connecting, broker operations, the admin API, and waiting for a message the broker reported (30 s).
 
@@ -77,6 +81,7 @@ wire prefix, null when there is none or it is not an integer). The Python client
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,7 +134,9 @@ from .pulsar_options import (
 from .pulsar_rows import PartDecoder, PrimitiveKey, RowMaker
 from .types import ERROR_TYPE, reader_struct, spark_type
 
-__all__ = ["PulsarDataSource", "PulsarPartition", "SourcePlan"]
+__all__ = ["PulsarDataSource", "PulsarPartition", "SourcePlan", "check_order"]
+
+_log = logging.getLogger("pulsar_codec")
 
 BATCH_SIZE = 10_000  # messages per Arrow batch an executor yields
 
@@ -391,6 +398,18 @@ def check_partition_addressing(client: Any, partition_topic: str) -> None:
         )
 
 
+def check_order(topic: str, start: str, end: str) -> None:
+    """Refuse a given ``ending_offsets`` id before the given ``starting_offsets`` id of the same
+    partition (the range would be empty, and the read silently give no rows)."""
+    if start in (EARLIEST, LATEST) or end in (EARLIEST, LATEST):
+        return
+    if position(decode_offset(end)) < position(decode_offset(start)):
+        raise ValueError(
+            f"ending_offsets of {topic} is before its starting_offsets (a range starts after its starting "
+            f"id and ends with its ending id): {end!r} < {start!r}"
+        )
+
+
 # -- batch ------------------------------------------------------------------------------------------
 
 
@@ -410,9 +429,13 @@ class PulsarBatchReader(DataSourceReader):
         try:
             with broker_calls(plan.service_url, plan.timeout_ms):
                 found = []
-                for topic in plan.partition_topics(client):
+                partitions = plan.partition_topics(client)
+                plan.starting.check_partitions("starting_offsets", partitions)
+                plan.ending.check_partitions("ending_offsets", partitions)
+                for topic in partitions:
                     start = plan.resolve(client, plan.starting, topic)
                     end = plan.resolve(client, plan.ending, topic)
+                    check_order(topic, plan.starting.for_partition(topic), plan.ending.for_partition(topic))
                     if plan.ending.for_partition(topic) != LATEST and end != EARLIEST:
                         last = last_message_id(client, topic)
                         if position(decode_offset(end)) > position(last):
@@ -466,6 +489,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         client = self._broker()
         with broker_calls(self.plan.service_url, self.plan.timeout_ms):
             partitions = self.plan.partition_topics(client, self.plan.current_topics())
+            self.plan.starting.check_partitions("starting_offsets", partitions)
             return {t: self.plan.resolve(client, self.plan.starting, t) for t in sorted(partitions)}
 
     def _lasts(self) -> dict[str, Any]:
@@ -566,6 +590,12 @@ class PulsarDataSource(DataSource):
         plan = self._source()
         if plan.pattern is not None and not plan.topics:
             raise ValueError(plan.pattern.no_match())
+        if plan.max_records is not None:
+            _log.warning(
+                "format(\"pulsar\") (reading) ignores the option 'max_records_per_trigger' in a batch read "
+                "(spark.read): it bounds the micro-batches of spark.readStream; a batch read takes "
+                "everything between starting_offsets and ending_offsets"
+            )
         return PulsarBatchReader(plan, schema)
 
     def streamReader(self, schema: Any) -> PulsarStreamReader:
@@ -585,4 +615,4 @@ class PulsarDataSource(DataSource):
         """The streaming writer (see :mod:`.pulsar_sink`)."""
         from .pulsar_sink import PulsarStreamWriter, SinkPlan
 
-        return PulsarStreamWriter(SinkPlan.from_options(self.options, schema, overwrite))
+        return PulsarStreamWriter(SinkPlan.from_options(self.options, schema, overwrite, stream=True))
