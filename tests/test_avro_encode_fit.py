@@ -516,3 +516,42 @@ def test_durations_are_written_by_the_kernel(backend, monkeypatch):
 
 def struct_bytes(months: int, days: int, millis: int) -> bytes:
     return months.to_bytes(4, "little") + days.to_bytes(4, "little") + millis.to_bytes(4, "little")
+
+
+@pytest.mark.usefixtures("backend")
+def test_a_column_of_another_type_family_is_refused_before_any_row():
+    # every non-null row would fail: one error naming the field, even for an empty or all-null batch
+    schema = record(
+        ("id", "long"),
+        ("ok", "boolean"),
+        ("score", "double"),
+        ("name", ["null", "string"]),
+        ("tags", {"type": "array", "items": "int"}),
+        ("loc", {"type": "record", "name": "Loc", "fields": [{"name": "lat", "type": "double"}]}),
+    )
+    good = {
+        "id": pa.array([1], pa.int64()),
+        "ok": pa.array([True]),
+        "score": pa.array([1], pa.int32()),  # ints and decimals write as doubles
+        "name": pa.array(["a"]),
+        "tags": pa.array([[1]], pa.list_(pa.int32())),
+        "loc": pa.array([{"lat": 1.0}]),
+    }
+    encoder = avro.Encoder(schema)
+    assert len(encoder.encode(pa.table(good))) == 1
+    wrong = {
+        "id": pa.array([None], pa.string()),
+        "ok": pa.array([1], pa.int8()),
+        "score": pa.array(["1.5"]),
+        "name": pa.array([5], pa.int64()),
+        "tags": pa.array(["1,2"]),
+        "loc": pa.array([1.0]),
+    }
+    family = {"id": "long", "ok": "boolean", "score": "double", "name": "string", "tags": "array", "loc": "record Loc"}
+    for column, arr in wrong.items():
+        table = pa.table({**good, column: arr})
+        for batch in (table, table.slice(0, 0)):
+            with pytest.raises(
+                EncodeError, match=rf"R\.{column}(\[1\])?: a column of Arrow type .* as Avro {family[column]}"
+            ):
+                encoder.encode(batch)

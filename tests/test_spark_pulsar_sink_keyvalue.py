@@ -142,6 +142,10 @@ def test_key_registered_like_the_value(tmp_path):
     short = columns(key=columns(k=StringType()), value=columns(id=LongType()))
     with pytest.raises(EncodeError, match=r"no column for field\(s\) \['name'\]"):
         SinkPlan.from_options(latest_options, short, False)
+    # and a column of a type the field can never hold (text for a long) is one error there too
+    mistyped = columns(key=columns(k=StringType()), value=columns(id=StringType(), name=StringType()))
+    with pytest.raises(EncodeError, match=r"\.id: a column of Arrow type string cannot be written as Avro long"):
+        SinkPlan.from_options(latest_options, mistyped, False)
 
 
 def test_partition_keys():
