@@ -710,10 +710,17 @@ def test_option_errors(spark, registered, pulsar_broker, tmp_path):
 
     from pyspark.sql.types import StructType
 
-    with pytest.raises(ValueError, match=r"no option 'topics' \(did you mean 'topic'\?\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"no option 'topics' \(did you mean 'topic'\? 'topics' is an option of the source \(reading\)\)",
+    ):
         SinkPlan.from_options(
             {"service_url": pulsar_broker.url, "topics": "t"}, StructType().add("value", "binary"), False
         )
+    with pytest.raises(
+        ValueError, match=r"no option 'key_column' \(.*'key_column' is an option of the sink \(writing\)\)"
+    ):
+        SourcePlan.from_options({**base, "decode": "false", "key_column": "k"})
     with pytest.raises(ValueError, match="no option 'on_error': .* unless the option dead_letter_topic"):
         SinkPlan.from_options(
             {"service_url": pulsar_broker.url, "topic": "t", "on_error": "null"},

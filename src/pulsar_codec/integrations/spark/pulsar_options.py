@@ -99,12 +99,17 @@ SINK_HINTS = {
 
 
 def check_names(
-    options: Mapping[str, str], known: frozenset[str], what: str, hints: Mapping[str, str] | None = None
+    options: Mapping[str, str],
+    known: frozenset[str],
+    what: str,
+    hints: Mapping[str, str] | None = None,
+    other_side: tuple[frozenset[str], str] | None = None,
 ) -> None:
     """Refuse an option name close to one ``what`` reads (a misspelt or Kafka-style name such as
     ``startingOffsets`` would otherwise be ignored, and the query run with the default), or one
     ``hints`` explains; warn of any other name it does not read (Spark's own options, such as
-    ``checkpointLocation``, pass)."""
+    ``checkpointLocation``, pass). ``other_side``: the options of the other direction and its
+    name; a message about one of those says whose option it is."""
     for name in options:
         key = str(name).lower()
         if key in known or key in _SPARK_OPTIONS:
@@ -115,11 +120,19 @@ def check_names(
             raise ValueError(f"{what} takes no path (load() / save() without an argument): give the topics as options")
         spelt = key.replace("_", "")
         near = [k for k in known if k.replace("_", "") == spelt] or difflib.get_close_matches(key, sorted(known), 1)
+        whose = f"{name!r} is an option of {other_side[1]}" if other_side and key in other_side[0] else ""
         if near:
             raise ValueError(
-                f"{what} has no option {name!r} (did you mean {near[0]!r}?); its options: {', '.join(sorted(known))}"
+                f"{what} has no option {name!r} (did you mean {near[0]!r}?{' ' + whose if whose else ''}); "
+                f"its options: {', '.join(sorted(known))}"
             )
-        _log.warning("%s ignores the option %r; its options: %s", what, name, ", ".join(sorted(known)))
+        _log.warning(
+            "%s ignores the option %r%s; its options: %s",
+            what,
+            name,
+            f" ({whose})" if whose else "",
+            ", ".join(sorted(known)),
+        )
 
 
 def required(options: Mapping[str, str], name: str) -> str:

@@ -87,6 +87,7 @@ from .pulsar_offsets import broker_calls, shared_client, split_partition
 from .pulsar_options import (
     SINK_HINTS,
     SINK_OPTIONS,
+    SOURCE_OPTIONS,
     check_names,
     flag,
     full_topic,
@@ -324,7 +325,9 @@ class SinkPlan:
         ``stream``: a ``writeStream`` (whose ``overwrite`` is the complete output mode)."""
         from pyspark.sql.types import BinaryType, StringType, StructType
 
-        check_names(options, SINK_OPTIONS, 'format("pulsar") (writing)', SINK_HINTS)
+        check_names(
+            options, SINK_OPTIONS, 'format("pulsar") (writing)', SINK_HINTS, (SOURCE_OPTIONS, "the source (reading)")
+        )
         if overwrite:
             use = 'outputMode("append")' if stream else 'mode("append")'
             raise ValueError(f'format("pulsar") appends to a topic; it cannot overwrite one (use {use})')

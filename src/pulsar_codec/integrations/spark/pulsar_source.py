@@ -119,6 +119,7 @@ from .pulsar_offsets import (
 )
 from .pulsar_options import (
     DEFAULT_TIMEOUT_MS,
+    SINK_OPTIONS,
     SOURCE_OPTIONS,
     OffsetSpec,
     PatternTopics,
@@ -233,7 +234,9 @@ class SourcePlan:
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourcePlan:
         """Read and check the options; with ``decode=true`` ask the registry for the reader schemas."""
-        check_names(options, SOURCE_OPTIONS, 'format("pulsar") (reading)')
+        check_names(
+            options, SOURCE_OPTIONS, 'format("pulsar") (reading)', other_side=(SINK_OPTIONS, "the sink (writing)")
+        )
         pattern = topic_pattern(options)
         topics = topic_list(options) if pattern is None else pattern.topics()  # admin API: listed once
         protocol = wire.protocol_by_name(options["protocol"]) if options.get("protocol") else None
