@@ -207,6 +207,10 @@ ERROR_VECTORS = [
     ((J_LONG,), b"1e+", (JSON_TRUNCATED, 3, 0)),
     ((J_LONG,), b"1e+x", (JSON_UNEXPECTED_BYTE, 3, ord("x"))),
     ((J_LONG,), b"1.5.3", (JSON_WRONG_TYPE, 0, 2)),
+    # a "." after an exponent ends the number there: it is not "1." waiting for a digit
+    ((J_LONG,), b"1e4.5", (JSON_UNEXPECTED_BYTE, 3, ord("."))),
+    ((J_DOUBLE,), b"1E+2.", (JSON_UNEXPECTED_BYTE, 4, ord("."))),
+    ((J_TEXT,), b"[0e1.0]", (JSON_UNEXPECTED_BYTE, 4, ord("."))),
     ((J_DOUBLE,), b"1.5.3", (JSON_UNEXPECTED_BYTE, 3, ord("."))),
     ((J_LONG,), b"+1", (JSON_UNEXPECTED_BYTE, 0, ord("+"))),
     ((J_LONG,), b".5", (JSON_UNEXPECTED_BYTE, 0, ord("."))),
@@ -303,6 +307,20 @@ ERROR_VECTORS = [
 @pytest.mark.parametrize(("tree", "payload", "expected"), ERROR_VECTORS)
 def test_error_vectors(backend, tree, payload, expected):
     assert one(backend, tree, payload) == expected
+
+
+def test_exponents_of_thousands_of_digits(backend):
+    """An exponent longer than Python's ``int()`` takes (4300 digits) is read, saturated, by both twins:
+    a value, a range error or a fraction as its size says, never a ValueError out of the pure twin."""
+    long_zeros = b"0" * 5000
+    assert one(backend, (J_LONG,), b"1e" + long_zeros + b"1") == zz(10)
+    assert one(backend, (J_LONG,), b"10e-" + long_zeros + b"1") == zz(1)
+    assert one(backend, (J_INT,), b"0e-" + b"9" * 5000) == b"\x00"
+    assert one(backend, (J_LONG,), b"-0.0e+" + b"7" * 5000) == b"\x00"
+    assert one(backend, (J_LONG,), b"1e" + b"9" * 5000) == (JSON_NUMBER_RANGE, 0, J_LONG)
+    assert one(backend, (J_INT,), b" 1e-" + b"9" * 5000) == (JSON_WRONG_TYPE, 1, 2)
+    assert one(backend, (J_DOUBLE,), b"1e-" + b"9" * 5000) == struct.pack("<d", 0.0)
+    assert one(backend, (J_TEXT,), b"[1e" + b"9" * 5000 + b"]") == avro_str(b"[1e" + b"9" * 5000 + b"]")
 
 
 def test_whitespace_anywhere(backend):

@@ -64,6 +64,25 @@ def test_first_breaking_row_raises_without_keep_going(backend):
         decoder.decode_value(MESSAGES[3])
 
 
+def test_integers_past_pythons_digit_limit_are_validated(backend):
+    """A row holding an integer of more digits than Python's ``int()`` takes (4300), where the kernel
+    keeps it as text or skips it, is validated (as a Decimal), not a ValueError out of the batch."""
+    schema = {
+        "type": "object",
+        "properties": {"any": {"maximum": 10}, "n": {"type": "integer"}},
+    }
+    huge = b"9" * 5000
+    payloads = [b'{"any": ' + huge + b"}", b'{"other": ' + huge + b', "n": 1}', b'{"any": -' + huge + b"}"]
+    messages = [wire.CONFLUENT.pack(1, p) for p in payloads]
+    strict = get_format("JSON").parse(schema, validate=True)
+    out = pc.decode(messages, {1: schema}, format="JSON", on_error="null", reader_schema=strict)
+    errors = out.errors.to_pylist()
+    assert [(e["index"], e["code"]) for e in errors] == [(0, ErrorCode.JSON_CONSTRAINT)]
+    assert "greater than the maximum of 10" in errors[0]["message"]
+    assert out.batch.column("n").to_pylist() == [None, 1, None]
+    assert out.batch.column("any").to_pylist() == [None, None, "-" + "9" * 5000]
+
+
 def test_validate_needs_a_json_schema_document():
     avro_record = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]}
     with pytest.raises(SchemaError, match="validate=True"):

@@ -237,11 +237,21 @@ def _base64(text: bytes) -> bytes | None:
     return base64.b64decode(text)
 
 
+def _exponent(text: bytes | None) -> int:
+    """A number's decimal exponent, saturated at +-10**18 (as the compiled twin saturates it): past any
+    payload's digit count, and never an ``int()`` of thousands of digits (Python refuses those)."""
+    if not text:
+        return 0
+    digits = text.lstrip(b"+-").lstrip(b"0")
+    magnitude = int(digits) if 0 < len(digits) <= 18 else (10**18 if digits else 0)
+    return -magnitude if text[:1] == b"-" else magnitude
+
+
 def _integral(text: bytes) -> int | None:
     """The exact value of a JSON number, or None when it has a fractional part."""
     m = _NUMBER_PARTS.fullmatch(text)
     assert m is not None  # the scanner matched the JSON grammar already
-    whole, fraction, exponent = m[1], m[2] or b"", int(m[3] or b"0")
+    whole, fraction, exponent = m[1], m[2] or b"", _exponent(m[3])
     digits = (whole + fraction).lstrip(b"0")
     scale = exponent - len(fraction)
     trimmed = digits.rstrip(b"0")
@@ -406,7 +416,8 @@ class _Row:
             self.fail_at(pos + 1)
         assert m is not None
         end = m.end()
-        if m[1] is None and end < n and buf[end] == 0x2E:  # "1." without a digit
+        # "1." without a digit (after an exponent, as in "1e4.", the number ends at the ".")
+        if m[1] is None and m[2] is None and end < n and buf[end] == 0x2E:
             self.fail_at(end + 1)
         if m[2] is None and end < n and buf[end] in b"eE":  # "1e" without a digit
             at = end + 1

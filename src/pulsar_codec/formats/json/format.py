@@ -13,6 +13,7 @@ be JSON too.
 
 from __future__ import annotations
 
+import decimal
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -397,6 +398,16 @@ def _decode_validated(
     return batch, errors
 
 
+def _validated_int(text: str) -> int | decimal.Decimal:
+    """An integer of a payload being validated: Python's ``int`` refuses more digits than
+    ``sys.get_int_max_str_digits()`` (a guard against quadratic conversion), so such an integer (which
+    the kernel accepts where it is kept as text or skipped) is a Decimal, a number to the validator."""
+    try:
+        return int(text)
+    except ValueError:
+        return decimal.Decimal(text)
+
+
 def _check_constraints(
     plan: JsonPlan,
     data: Any,
@@ -416,7 +427,7 @@ def _check_constraints(
     rows = range(limit) if validity is None else np.flatnonzero(validity[:limit]).tolist()
     broken: list[Any] = []
     for row in rows:
-        instance = json.loads(bytes(view[int(starts[row]) : int(ends[row])]))
+        instance = json.loads(bytes(view[int(starts[row]) : int(ends[row])]), parse_int=_validated_int)
         error = best_match(validator.iter_errors(instance))
         if error is None:
             continue
