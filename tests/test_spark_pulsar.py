@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import logging
 import struct
 import threading
 import time
@@ -242,6 +243,18 @@ def test_batch_read_between_offsets(spark, registered, pulsar_broker, users_topi
     plan = SourcePlan.from_options({**options, "starting_offsets": json.dumps({f"{topic}-partition-0": "latest"})})
     with pytest.raises(ValueError, match=f"names {topic}-partition-0, which the broker does not have: it is not"):
         PulsarBatchReader(plan, None).partitions()
+
+
+def test_batch_read_of_a_topic_without_messages_says_so(pulsar_broker, caplog):
+    # a misspelt name reads as an empty topic (the broker creates it): the read says which is empty
+    typo = f"persistent://public/default/ordres-{uuid.uuid4().hex[:8]}"
+    plan = SourcePlan.from_options({"service_url": pulsar_broker.url, "topics": typo, "decode": "false"})
+    with caplog.at_level(logging.WARNING, logger="pulsar_codec"):
+        assert PulsarBatchReader(plan, None).partitions() == []
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        f'format("pulsar") (reading): {typo} holds no message (is the name right? Pulsar creates a topic a '
+        "client names, empty)"
+    ]
 
 
 # -- KeyValue topics ---------------------------------------------------------------------------------
@@ -539,7 +552,6 @@ def test_sink_sends_rows_it_cannot_encode_to_the_dead_letter_topic(spark, regist
     """A row the writer schema cannot take (a long beyond an Avro int) fails the job, or, with
     dead_letter_topic, goes there as its JSON text with the error in its properties; the other rows
     are written and nothing is lost."""
-    import logging
 
     from pyspark.sql import functions as F
 
@@ -749,7 +761,6 @@ def test_option_errors(spark, registered, pulsar_broker, tmp_path):
 def test_what_a_side_accepts_but_does_not_use_is_a_warning(caplog):
     """max_records_per_trigger in a batch read, and columns the sink does not send (a Kafka-style
     ``key`` column beside ``value`` without key_column), are said, not silently dropped."""
-    import logging
 
     from pyspark.sql.types import StructType
 
@@ -780,7 +791,6 @@ def test_what_a_side_accepts_but_does_not_use_is_a_warning(caplog):
 
 def test_an_option_no_side_reads_is_a_warning(caplog):
     """A name far from every option (Spark's own, another tool's) is not refused, but said."""
-    import logging
 
     options = {"service_url": "pulsar://127.0.0.1:1", "topics": "a", "decode": "false", "fetchsize": "10"}
     with caplog.at_level(logging.WARNING, logger="pulsar_codec"):

@@ -432,12 +432,17 @@ class PulsarBatchReader(DataSourceReader):
         try:
             with broker_calls(plan.service_url, plan.timeout_ms):
                 found = []
+                empty = []
                 partitions = plan.partition_topics(client)
                 plan.starting.check_partitions("starting_offsets", partitions)
                 plan.ending.check_partitions("ending_offsets", partitions)
                 for topic in partitions:
                     start = plan.resolve(client, plan.starting, topic)
                     end = plan.resolve(client, plan.ending, topic)
+                    if plan.ending.for_partition(topic) == LATEST and position(decode_offset(end)) <= position(
+                        decode_offset(EARLIEST)
+                    ):  # the broker's last id of a partition without messages is the earliest one
+                        empty.append(topic)
                     check_order(topic, plan.starting.for_partition(topic), plan.ending.for_partition(topic))
                     if plan.ending.for_partition(topic) != LATEST and end != EARLIEST:
                         last = last_message_id(client, topic)
@@ -445,6 +450,13 @@ class PulsarBatchReader(DataSourceReader):
                             end = encode_offset(last)
                     if end != EARLIEST and position(decode_offset(end)) > position(decode_offset(start)):
                         found.append(PulsarPartition(topic, start, end))
+                if empty:  # a misspelt topic reads as an empty one: the broker creates a topic a client names
+                    _log.warning(
+                        'format("pulsar") (reading): %s hold%s no message (is the name right? Pulsar creates a '
+                        "topic a client names, empty)",
+                        ", ".join(empty),
+                        "s" if len(empty) == 1 else "",
+                    )
                 return found
         finally:
             client.close()
