@@ -302,3 +302,51 @@ def test_local_registry_applies_the_rules():
     assert [i.kind for i in result.incompatibilities] == ["TYPE_NARROWED"]
     with pytest.raises(SchemaError):
         reg.register("orders-value", '{"type": "nope"}', schema_type="JSON")
+
+
+def _cycle_doc(t0_id: str, t1_id: str) -> dict:
+    # T0 -> T2 -> T0 is a cycle and T1 -> T2; the root property is a oneOf of T0 and T1
+    # (after Confluent's SchemaDiffTest testRecursiveOneOfMemoizationDoesNotMaskIncompatibility)
+    def node(id_type: str, target: str) -> dict:
+        return {
+            "type": "object",
+            "properties": {"id": {"type": id_type}, "ref": {"oneOf": [{"$ref": f"#/definitions/{target}"}]}},
+        }
+
+    return {
+        "type": "object",
+        "definitions": {"T0": node(t0_id, "T2"), "T1": node(t1_id, "T2"), "T2": node("integer", "T0")},
+        "properties": {"root": {"oneOf": [{"$ref": "#/definitions/T0"}, {"$ref": "#/definitions/T1"}]}},
+    }
+
+
+def test_recursive_pairs_assumed_compatible_do_not_hide_an_incompatibility():
+    # writer T0.id integer -> reader boolean is a TYPE_CHANGED reached again through T2; pairing
+    # T0 with the reader's T1 (number) or T1 with the reader's T0 both go through T2 -> T0 as well
+    writer, reader = _cycle_doc("integer", "boolean"), _cycle_doc("boolean", "number")
+    result = jc.check(reader, writer)
+    assert not result
+    assert "COMBINED_TYPE_SUBSCHEMAS_CHANGED" in {i.kind for i in result.incompatibilities}
+    assert not jc.check(reader, writer, lenient=True)
+    assert not compat.check_strategy(reader, [writer], "BACKWARD", schema_type="JSON")
+    # the same recursive document still reads itself
+    assert jc.check(writer, writer)
+    assert jc.differences(writer, _cycle_doc("integer", "boolean")) == []
+
+
+def test_connect_bytes_types_are_interchangeable():
+    # Kafka Connect's Decimal ("connect.type": "bytes") may be written as a string or a number;
+    # Confluent treats the two as one type (SchemaDiffTest testConnectTypeAsBytes)
+    decimal = {
+        "title": "org.apache.kafka.connect.data.Decimal",
+        "connect.version": 1,
+        "connect.type": "bytes",
+        "connect.parameters": {"scale": "2"},
+    }
+    as_string, as_number = {**decimal, "type": "string"}, {**decimal, "type": "number"}
+    assert jc.differences(as_string, as_number) == []
+    assert compat.check_strategy(as_number, [as_string], "FULL", schema_type="JSON")
+    # both sides must say bytes
+    plain = {"type": "number", "title": decimal["title"]}
+    assert [d.rule for d in jc.differences(as_string, plain)] == ["TYPE_CHANGED"]
+    assert not jc.check({**as_number, "connect.type": "float64"}, as_string)

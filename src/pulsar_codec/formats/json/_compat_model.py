@@ -56,6 +56,7 @@ class Node:
     key: str = ""  # identity of the source text, for merging duplicate subschemas of a combination
     common: tuple[Any, ...] = (None, None, None, False, None)  # $id, title, description, has default, default
     has_default: bool = False
+    connect_type: str | None = None  # Kafka Connect's "connect.type" annotation of the document
     # string
     max_length: Any = None
     min_length: Any = None
@@ -229,6 +230,8 @@ class _Builder:
                 setattr(node, name, value)
         id_keyword = "id" if self.draft4 else "$id"
         node.has_default = "default" in d
+        connect_type = d.get("connect.type")
+        node.connect_type = connect_type if isinstance(connect_type, str) else None
         node.common = (d.get(id_keyword), d.get("title"), d.get("description"), node.has_default, d.get("default"))
 
     def _typed(self, name: str, d: dict[str, Any], resolver: Resolver[Any], where: str, consumed: set[str]) -> Node:

@@ -16,13 +16,16 @@ verdicts match the registry's, including for ``oneOf`` / ``anyOf`` / ``allOf``.
   ``additionalProperties: false`` is *closed*, one with a schema for them is *partially open*;
   arrays likewise with ``additionalItems`` (``items`` after ``prefixItems`` in 2020-12);
 * ``integer`` -> ``number`` is ``TYPE_EXTENDED`` (compatible), the reverse ``TYPE_NARROWED``;
+  two subschemas that both carry Kafka Connect's ``"connect.type": "bytes"`` (a Connect
+  ``Decimal``, written as a string or a number) may change type between them;
 * a subschema added in the reader is compatible only where it accepts everything the writer may
   have written there.
 
 ``$ref`` is resolved with the ``referencing`` library, locally (``#/definitions/...``,
 ``#/$defs/...``, ``$id``-based) and through ``references`` (the registry's referenced documents by
 name). Recursive schemas terminate: a pair of subschemas already being compared counts as
-compatible where it recurs.
+compatible where it recurs, and the comparison is repeated with the pairs found incompatible
+until that assumption hides none of them.
 """
 
 from __future__ import annotations
@@ -166,7 +169,7 @@ def differences(writer: Any, reader: Any) -> list[Difference]:
     The order follows the documents (properties in writer order, then the reader's new ones); the
     rule names are Confluent's (see :data:`COMPATIBLE_CHANGES_STRICT`).
     """
-    diffs = Differ(COMPATIBLE_CHANGES_STRICT).compare(parse(writer).root, parse(reader).root)
+    diffs = Differ(COMPATIBLE_CHANGES_STRICT).run(parse(writer).root, parse(reader).root)
     return [Difference(rule, _pointer(path)) for rule, path in diffs]
 
 
@@ -188,7 +191,7 @@ def check(reader: Any, writer: Any, *, lenient: bool = False) -> CompatibilityRe
         ``path`` = the same in words (``$.address.zip``, ``$.tags[]``).
     """
     allowed = COMPATIBLE_CHANGES_LENIENT if lenient else COMPATIBLE_CHANGES_STRICT
-    found = Differ(allowed).compare(parse(writer).root, parse(reader).root)
+    found = Differ(allowed).run(parse(writer).root, parse(reader).root)
     bad: list[Incompatibility] = []
     for rule, path in found:
         if rule not in allowed:
