@@ -6,6 +6,7 @@ agree and framed bytes compare byte for byte.
 
 from __future__ import annotations
 
+import decimal
 import json
 import warnings
 
@@ -144,3 +145,13 @@ def test_validation_and_config(reg):
     record = serde.JSONSerializer(reg, ORDER, {"subject.name.strategy": serde.record_subject_name_strategy})
     record(VALUES[0], ctx())
     assert "Order" in reg.list_subjects()
+
+
+def test_an_integer_past_pythons_digit_limit_in_free_json_is_exact(reg):
+    # "extra" is free JSON (kept as text by the kernel); json.loads alone refuses > 4300 digits
+    big = "9" * 5000
+    ours = serde.JSONSerializer(reg, ORDER)
+    framed = ours(VALUES[1], ctx())
+    body = framed[5:].decode().replace('"just a string"', big)
+    value = serde.JSONDeserializer(reg)(framed[:5] + body.encode(), ctx())
+    assert value["extra"] == decimal.Decimal(big) and isinstance(value["extra"], decimal.Decimal)

@@ -39,6 +39,7 @@ from .._kernels.defs import (
 from ..errors import EncodeError
 from ..formats.avro import schema as av
 from ..formats.json.encoder import dumps_text
+from ..formats.json.format import loads_exact
 from ..formats.json.mapping import map_model
 from ..formats.json.schema import JsonSchemaModel, parse
 from ..pipeline import Decoded, MessageDecoder, MessageEncoder
@@ -168,7 +169,7 @@ def _to_json_values(program: tuple[Any, ...], shadow: av.Schema, v: Any) -> Any:
         pairs = v.items() if isinstance(v, Mapping) else v
         return {k: _to_json_values(program[1], values, x) for k, x in pairs}
     if op == J_TEXT:
-        return json.loads(v) if isinstance(v, str) else v
+        return loads_exact(v) if isinstance(v, str) else v
     if op == J_TIMESTAMP and isinstance(v, datetime.datetime):
         return (v if v.tzinfo is not None else v.replace(tzinfo=datetime.UTC)).astimezone(datetime.UTC).isoformat()
     if op in (J_DATE, J_TIME) and isinstance(v, (datetime.date, datetime.time)):

@@ -53,7 +53,7 @@ from ..base import RowError, Segment
 from .mapping import JsonMapping, build_json_layout, map_model
 from .schema import JsonSchemaModel, parse, resolve_references
 
-__all__ = ["JsonFormat", "JsonPlan", "FORMAT"]
+__all__ = ["FORMAT", "JsonFormat", "JsonPlan", "loads_exact"]
 
 _JSON_KINDS = ("null", "boolean", "number", "string", "array", "object")
 # what the kernel's detail (the op of the failing node) names in range and format errors
@@ -408,6 +408,12 @@ def _validated_int(text: str) -> int | decimal.Decimal:
         return decimal.Decimal(text)
 
 
+def loads_exact(text: str | bytes) -> Any:
+    """``json.loads`` of JSON text the kernel accepted: an integer of more digits than Python
+    converts (``sys.get_int_max_str_digits()``) is an exact ``Decimal`` instead of a ValueError."""
+    return json.loads(text, parse_int=_validated_int)
+
+
 def _check_constraints(
     plan: JsonPlan,
     data: Any,
@@ -427,7 +433,7 @@ def _check_constraints(
     rows = range(limit) if validity is None else np.flatnonzero(validity[:limit]).tolist()
     broken: list[Any] = []
     for row in rows:
-        instance = json.loads(bytes(view[int(starts[row]) : int(ends[row])]), parse_int=_validated_int)
+        instance = loads_exact(bytes(view[int(starts[row]) : int(ends[row])]))
         error = best_match(validator.iter_errors(instance))
         if error is None:
             continue
