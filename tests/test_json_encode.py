@@ -676,3 +676,50 @@ def test_the_batch_s_first_bad_row_is_the_one_named():
     with pytest.raises(EncodeError, match=r"row 0: .*\.b: NaN") as raised:
         encoder.encode(pa.table({"a": [1.0, math.nan], "b": [math.nan, 1.0]}))
     assert raised.value.index == 0
+
+
+def test_a_value_in_a_null_type_property_is_refused_on_both_paths():
+    """The batch path wrote null for any value and lost it; the one-value path refused it."""
+    encoder = JsonEncoder(_object({"n": {"type": "null"}, "s": {"type": "string"}}, ["s"]))
+    with pytest.raises(EncodeError, match=r"^row 1: Record\.n: expected null$") as raised:
+        encoder.encode(pa.table({"n": pa.array([None, 5]), "s": ["a", "b"]}))
+    assert raised.value.index == 1
+    with pytest.raises(EncodeError, match=r"^Record\.n: expected null$"):
+        encoder.encode_value({"n": 5, "s": "b"})
+    in_list = JsonEncoder(_object({"l": {"type": "array", "items": {"type": "null"}}}))
+    with pytest.raises(EncodeError, match=r"^row 1: Record\.l\[\]: expected null$"):
+        in_list.encode(pa.table({"l": pa.array([[None], [None, "x"]])}))
+    # a value under a null object is no value: nothing to lose
+    nested = JsonEncoder(_object({"o": _object({"n": {"type": "null"}})}))
+    column = pa.StructArray.from_arrays([pa.array([1, None])], names=["n"], mask=pa.array([True, False]))
+    assert nested.encode(pa.table({"o": column})).to_pylist() == [b"{}", b'{"o":{"n":null}}']  # (left out)
+
+
+def test_numbers_past_the_reader_s_range_are_refused_on_both_paths():
+    """A Pulsar JSON float past float32's range (after rounding), or an integer past the double range
+    for a number, was written, and the decoder refuses it (JSON_NUMBER_RANGE)."""
+    schema = {
+        "type": "record",
+        "name": "R",
+        "fields": [{"name": "f", "type": "float"}, {"name": "d", "type": "double"}],
+    }
+    encoder = JsonEncoder(schema)
+    biggest = 3.4028234663852886e38  # float32's largest value
+    batch = pa.table({"f": [1.5, biggest, 3.5e38], "d": [1.0, 2.0, 3.0]})
+    with pytest.raises(EncodeError, match=r"^row 2: R\.f: 3\.5e\+38 is past the float32 range$") as raised:
+        encoder.encode(batch)
+    assert raised.value.index == 2
+    written = _both(encoder, batch.slice(0, 2))
+    assert json.loads(written[1])["f"] == biggest
+    with pytest.raises(EncodeError, match=r"^R\.f: 3\.5e\+38 is past the float32 range$"):
+        encoder.encode_value({"f": 3.5e38, "d": 1.0})
+    with pytest.raises(EncodeError, match=r"^R\.f: 340282366920938463463374607431768211456 is past the float32 range$"):
+        encoder.encode_value({"f": 2**128, "d": 1.0})
+    with pytest.raises(EncodeError, match=r"^R\.d: an integer of 400 digits is past the double range$"):
+        encoder.encode_value({"f": 1.0, "d": 10**399})
+    number = JsonEncoder(_object({"n": {"type": "number"}}))
+    with pytest.raises(EncodeError, match=r"^Record\.n: an integer of 310 digits is past the double range$"):
+        number.encode_value({"n": 2**1024 * 10})
+    assert number.encode_value({"n": 2**1023}) == f'{{"n":{2**1023}}}'.encode()
+    model = FORMAT.parse(schema)  # what is written reads back
+    assert FORMAT.decode_value(FORMAT.plan(model, model), written[1]) == {"f": biggest, "d": 2.0}

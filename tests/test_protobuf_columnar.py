@@ -306,7 +306,7 @@ def test_null_struct_rows_are_null_payloads_and_the_rest_written_by_columns():
     [
         ({"i32": pa.array([2**31], pa.int64())}, "a value out of the int32 range"),
         ({"u32": pa.array([-1], pa.int64())}, "a negative uint32"),
-        ({"s": pa.array([b"x"], pa.binary())}, "binary for a string field"),
+        ({"r_i32": pa.array([[1, 2]], pa.list_(pa.int32(), 2))}, "a fixed-size list for a repeated field"),
         ({"color": pa.array(["PURPLE"])}, "an unknown enum name"),
         ({"p_n": pa.array([1]), "p_s": pa.array(["x"])}, "two members of a oneof without a case"),
         ({"r_i32": pa.array([[1, None]], pa.list_(pa.int32()))}, "a null item"),
@@ -523,8 +523,8 @@ def test_the_row_path_refuses_shapes_it_used_to_misread():
         ({"id": [1], "d": ["1.5"]}, "d: a floating-point field needs a number, got str"),
         ({"id": [1], "d": [True]}, "d: a floating-point field needs a number, got bool"),
     ):
-        with pytest.raises(EncodeError, match=match):
-            encoder.encode(pa.RecordBatch.from_pydict(columns))
+        with pytest.raises(EncodeError, match=match):  # (encode() refuses such a column before any row)
+            encoder._by_rows(pa.RecordBatch.from_pydict(columns))
     entries = pa.array([[{"key": "k1", "value": "v1"}, {"key": "k0", "value": "v0"}]])
     as_map = pa.array([[("k1", "v1"), ("k0", "v0")]], pa.map_(pa.string(), pa.string()))
     as_entries = pa.RecordBatch.from_pydict({"id": [1], "ms": entries})

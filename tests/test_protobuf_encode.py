@@ -206,3 +206,122 @@ def test_range_errors_name_the_field_path_and_row(column, path, text):
     with pytest.raises(EncodeError, match=rf"^row 2: {path}: {text}$") as exc:
         encoder.encode(pa.Table.from_pylist([{column: good}, {column: good}, {column: bad}]))
     assert exc.value.index == 2
+
+
+KINDS = """
+syntax = "proto3";
+package k;
+import "google/protobuf/timestamp.proto";
+import "google/protobuf/wrappers.proto";
+enum Color { RED = 0; GREEN = 1; }
+message Loc { double lat = 1; }
+message Row {
+  int64 id = 1;
+  string name = 2;
+  double score = 3;
+  bool ok = 4;
+  bytes raw = 5;
+  Color color = 6;
+  Loc loc = 7;
+  repeated int32 tags = 8;
+  map<string, int32> counts = 9;
+  google.protobuf.Timestamp at = 10;
+  google.protobuf.Int32Value wrapped = 11;
+  oneof pick { string p_s = 12; int32 p_n = 13; }
+}
+"""
+
+
+@pytest.mark.usefixtures("backend")
+def test_a_column_of_another_type_family_is_refused_before_any_row():
+    """Every row holding a value would fail (or, for bytes, be garbled): one EncodeError naming the
+    field and no row, even for an empty or all-null batch, as the Avro encoder refuses one."""
+    encoder = ProtobufEncoder(parse(KINDS, message="k.Row"))
+    good = {
+        "id": pa.array([1], pa.int32()),
+        "name": pa.array(["a"]).dictionary_encode(),
+        "score": pa.array([1], pa.int64()),  # integers and decimals write as doubles
+        "ok": pa.array([True]),
+        "raw": pa.array([b"x"], pa.binary(1)),
+        "color": pa.array([1], pa.int8()),  # an enum takes numbers and names
+        "loc": pa.array([{"lat": 1.0}]),
+        "tags": pa.array([[1]], pa.large_list(pa.int64())),
+        "counts": pa.array([[("-1", 2)]], pa.map_(pa.string(), pa.int64())),
+        "at": pa.array([5], pa.int64()),  # integer nanoseconds
+        "wrapped": pa.array([3], pa.int32()),
+        "pick_case": pa.array(["p_n"]),
+        "p_n": pa.array([4], pa.int32()),
+        "p_s": pa.nulls(1),
+    }
+    assert len(encoder.encode(pa.table(good))) == 1
+    wrong = {
+        "id": (pa.array(["1"]), "int64 field"),
+        "name": (pa.array([5], pa.int64()), "string field"),
+        "score": (pa.array(["1.5"]), "double field"),
+        "ok": (pa.array([1], pa.int8()), "bool field"),
+        "raw": (pa.array([3], pa.int64()), "bytes field"),  # was bytes(3): three zero bytes
+        "color": (pa.array([1.0]), "enum field"),
+        "loc": (pa.array([1.0]), "message k.Loc"),
+        "tags": (pa.array(["1,2"]), "repeated field"),
+        "counts": (pa.array([1]), "map field"),
+        "at": (pa.array(["2024-01-01"]), "message google.protobuf.Timestamp"),
+        "wrapped": (pa.array(["3"]), "message google.protobuf.Int32Value"),
+        "pick_case": (pa.array([1]), "the name of a member of oneof pick"),
+    }
+    for column, (arr, what) in wrong.items():
+        table = pa.table({**good, column: arr})
+        for batch in (table, table.slice(0, 0), pa.table({**good, column: pa.nulls(1, arr.type)})):
+            with pytest.raises(
+                EncodeError, match=rf"^k\.Row\.{column}: a column of Arrow type .* as (a Protobuf |Protobuf )?{what}$"
+            ) as raised:
+                encoder.encode(batch)
+            assert raised.value.index is None
+    nested = [
+        ({"loc": pa.array([{"lat": "1"}])}, r"k\.Row\.loc\.lat: a column of Arrow type string .* double field"),
+        (
+            {"loc": pa.array([{"lat": 1.0, "lon": 2.0}])},
+            r"k\.Row\.loc: the struct has field 'lon' that k\.Loc has no field",
+        ),
+        ({"tags": pa.array([["1"]])}, r"k\.Row\.tags\[\]: a column of Arrow type string .* int32 field"),
+        ({"counts": pa.array([[(1, 2)]], pa.map_(pa.int64(), pa.int64()))}, r"k\.Row\.counts\{\}: .* string map key"),
+        (
+            {"counts": pa.array([[("a", "2")]], pa.map_(pa.string(), pa.string()))},
+            r"k\.Row\.counts\{\}: .* int32 field",
+        ),
+    ]
+    for columns, match in nested:
+        with pytest.raises(EncodeError, match=match):
+            encoder.encode(pa.table(columns).slice(0, 0))
+    as_struct = pa.table({"value": pa.array([{"id": "1"}])})  # one struct column: the message
+    with pytest.raises(EncodeError, match=r"^k\.Row\.id: a column of Arrow type string"):
+        encoder.encode(as_struct)
+
+
+@pytest.mark.usefixtures("backend")
+def test_a_bytes_field_takes_binary_only():
+    """bytes() of an int n is n zero bytes and of a list its items: such values were written."""
+    encoder = ProtobufEncoder(parse(KINDS, message="k.Row"))
+    for value, shown in ((3, "int"), ([1, 2], "list"), ("x", "text")):
+        with pytest.raises(EncodeError, match=rf"^row 0: k\.Row\.raw: a bytes field needs binary, got {shown}$"):
+            encoder.encode_value({"raw": value})
+    with pytest.raises(EncodeError, match=r"^row 0: k\.Row\.raw: a bytes field needs binary, got int$"):
+        encoder._by_rows(pa.table({"raw": pa.array([3])}))
+    for value in (b"\x00\x01", bytearray(b"ab"), memoryview(b"c")):
+        assert encoder.encode_value({"raw": value}) == b"*" + bytes([len(bytes(value))]) + bytes(value)
+
+
+@pytest.mark.usefixtures("backend")
+def test_an_enum_number_given_as_text_is_its_decimal_digits():
+    """int() reads " 1", "+1", "1_0" and other scripts' digits; the decoder writes an unknown number
+    as plain decimal digits, and only those are read as a number (on both paths)."""
+    encoder = ProtobufEncoder(parse(KINDS, message="k.Row"))
+    for text in (" 1", "+1", "1_0", "\uff15", "1\n"):
+        batch = pa.table({"color": [text]})
+        for encode in (encoder.encode, encoder._by_rows):
+            with pytest.raises(EncodeError, match=r"^row 0: k\.Row\.color: .* is not a value of enum k\.Color"):
+                encode(batch)
+        with pytest.raises(EncodeError, match="is not a value of enum k.Color"):
+            encoder.encode_value({"color": text})
+    batch = pa.table({"color": ["GREEN", "7", "-3", None]})
+    expected = [b"0\x01", b"0\x07", b"0" + b"\xfd" + b"\xff" * 8 + b"\x01", None]  # (a null row: a tombstone)
+    assert encoder.encode(batch).to_pylist() == expected == encoder._by_rows(batch).to_pylist()

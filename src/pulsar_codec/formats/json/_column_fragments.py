@@ -102,10 +102,18 @@ def _quote(arr: pa.Array) -> pa.Array:
     return _join('"', arr, '"')
 
 
-def _floats(arr: pa.Array, path: str) -> pa.Array:
-    """Fragments of a float array in Python ``repr`` form (what ``json.dumps`` writes)."""
+def _floats(arr: pa.Array, path: str, single: bool = False) -> pa.Array:
+    """Fragments of a float array in Python ``repr`` form (what ``json.dumps`` writes); ``single``:
+    for a float32 (Pulsar JSON ``float``) property, whose reader refuses a number past its range."""
     values = arr.cast(pa.float64())
     _fail_at(pc.invert(pc.is_finite(values)), path, "NaN and infinities cannot be written as JSON")
+    if single and len(values) - values.null_count:
+        with np.errstate(over="ignore"):  # a double past float32's range rounds to inf, as the reader's
+            narrowed = np.asarray(values.fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64)
+            past = ~np.isfinite(narrowed.astype(np.float32))
+        if past.any():
+            row = int(np.flatnonzero(past)[0])
+            raise _RowError(path, row, f"{values[row].as_py()!r} is past the float32 range")
     text = values.cast(pa.string()).cast(_LS)  # Arrow's shortest round-trip digits, in its own layout
     size = pc.abs(values)
     fixed = pc.and_(pc.greater_equal(size, 1e-4), pc.less(size, 1e16))  # where repr uses fixed notation

@@ -12,6 +12,7 @@ from __future__ import annotations
 import binascii
 import datetime
 import json
+import struct
 import uuid
 from collections.abc import Mapping
 from json.encoder import encode_basestring  # json.dumps' string escaper when ensure_ascii=False
@@ -142,11 +143,17 @@ def _write_number(op: int, shadow: av.Schema, v: Any, path: str) -> str:
     if op in (J_FLOAT, J_DOUBLE):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise EncodeError(f"{path}: {v!r} is not a number")
-        if isinstance(v, float):
-            if v != v or v in (float("inf"), float("-inf")):
-                raise EncodeError(f"{path}: NaN and infinities cannot be written as JSON")
-            return float.__repr__(v)
-        return int.__repr__(v)
+        if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+            raise EncodeError(f"{path}: NaN and infinities cannot be written as JSON")
+        # the reader takes the number as a double (a float32 for op J_FLOAT): past that range it is refused
+        try:
+            as_double = float(v)  # an int past the double range: OverflowError
+            if op == J_FLOAT:
+                struct.pack("<f", as_double)  # past float32's range after rounding: OverflowError
+        except OverflowError:
+            shown = repr(v) if isinstance(v, float) or abs(v) < 10**40 else f"an integer of {len(str(abs(v)))} digits"
+            raise EncodeError(f"{path}: {shown} is past the {'float32' if op == J_FLOAT else 'double'} range") from None
+        return float.__repr__(v) if isinstance(v, float) else int.__repr__(v)
     logical = getattr(shadow, "logical", None)
     if isinstance(v, datetime.datetime) and logical and "timestamp" in logical:
         aware = v if v.tzinfo is not None else v.replace(tzinfo=datetime.UTC)

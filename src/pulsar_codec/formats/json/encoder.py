@@ -127,7 +127,9 @@ class _Columns:
         op = program[0]
         arr = _plain(arr)
         t = arr.type
-        if op == J_NULL:  # the property's one value, whatever column holds it (the decoder's is null-typed)
+        if op == J_NULL:  # the property's one value, in a column of any type (the decoder's is null-typed)
+            if arr.null_count < len(arr):  # a value would be lost: refused, as the one-value path does
+                _fail_at(arr.is_valid() if live is None else pc.and_(arr.is_valid(), live), path, "expected null")
             return pa.array(["null"] * len(arr), _LS)
         if pa.types.is_null(t) and op != J_NULLABLE:  # an all-null column of no type
             return pa.nulls(len(arr), _LS)
@@ -196,7 +198,7 @@ class _Columns:
                 return arr.cast(pa.string()).cast(_LS)
             if not pa.types.is_floating(t):
                 raise EncodeError(f"{path}: an Arrow {t} column cannot be written as a JSON number")
-            return _floats(arr, path)
+            return _floats(arr, path, single=op == J_FLOAT)
         if op in (J_STRING, J_ENUM):
             if pa.types.is_dictionary(t):
                 arr = arr.dictionary_decode()

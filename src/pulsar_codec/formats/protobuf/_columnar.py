@@ -47,6 +47,7 @@ from .encoder import (
     _ENUM_RANGE,
     _FD,
     _INT_RANGES,
+    _INTEGER_TEXT,
     _JSON_TYPES,
     _NS,
     _TIMESTAMP_SECONDS,
@@ -205,10 +206,9 @@ def _enum_values(field: descriptor.FieldDescriptor, array: pa.Array, valid: np.n
         if found is not None:
             numbers.append(int(found.number))
             continue
-        try:
-            number = int(name)
-        except ValueError:
-            raise Unsettled("an unknown enum name") from None
+        if not _INTEGER_TEXT.fullmatch(name):  # the decimal text of a number, as the row path reads it
+            raise Unsettled("an unknown enum name")
+        number = int(name)
         if not _ENUM_RANGE[0] <= number <= _ENUM_RANGE[1]:
             raise Unsettled("an enum number out of range")
         numbers.append(number)

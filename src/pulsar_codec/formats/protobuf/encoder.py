@@ -21,6 +21,8 @@ path's bytes to the row path's. The columns are read the way the decoder maps th
   a field that reads null when unset, the row is the empty message (which decodes to that row);
 - enum columns: dictionary or string names, the decimal text of an unknown number, or integers;
 - integers outside the field's range (int32, uint64, ...) are an EncodeError naming the field;
+- a column of an Arrow type its field can never hold (text for an integer, a number for a message,
+  anything but binary for bytes) is one EncodeError naming the field, before any row;
 - ``timestamp`` -> ``google.protobuf.Timestamp``, ``duration`` -> ``google.protobuf.Duration``
   (any unit, nanoseconds exactly, the whole range Protobuf allows: Timestamp years 1-9999,
   Duration +-10000 years; outside it an EncodeError), from a datetime / timedelta / integer
@@ -43,7 +45,7 @@ import pyarrow.compute as pc
 from google.protobuf import descriptor, json_format, message_factory
 from google.protobuf import message as pb_message
 
-from ..._arrow import as_table_like
+from ..._arrow import as_table_like, is_text_type
 from ...errors import EncodeError
 from .schema import ProtobufSchemaModel, parse
 
@@ -213,6 +215,8 @@ class ProtobufEncoder:
         extra = [name for name in names if name not in plan.fields and name not in plan.cases]
         if extra:  # the whole batch's shape, not one row's: no row index
             raise EncodeError(f"the batch has column(s) {extra} that {self.descriptor.full_name} has no field for")
+        top = data.schema.field(0).type if as_struct else pa.struct(list(data.schema))
+        _check_message_fit(self.descriptor, top, self.descriptor.full_name)
         if as_struct:
             column = arrays[0]
             fields = [(column.type.field(i).name, column.field(i)) for i in range(column.type.num_fields)]
@@ -419,8 +423,10 @@ class ProtobufEncoder:
                 raise EncodeError(f"{path}: a string field needs text, got {type(value).__name__}")
             return value
         if t == _FD.TYPE_BYTES:
-            if isinstance(value, str):
-                raise EncodeError(f"{path}: a bytes field needs binary, got text")
+            # bytes() of anything else is no refusal: an int n would be n zero bytes, a list its items
+            if not isinstance(value, (bytes, bytearray, memoryview)):
+                shown = "text" if isinstance(value, str) else type(value).__name__
+                raise EncodeError(f"{path}: a bytes field needs binary, got {shown}")
             return bytes(value)
         if t in (_FD.TYPE_FLOAT, _FD.TYPE_DOUBLE):
             if isinstance(value, (str, bytes, bytearray, bool)):  # float() would read "1.5" and True
@@ -439,6 +445,140 @@ class ProtobufEncoder:
         if not low <= value <= high:
             raise EncodeError(f"{path}: {value} is out of the {word} range")
         return value
+
+
+# -- the batch's Arrow types against the fields, before any row ---------------------------------------
+
+
+def _arrow_kind(t: pa.DataType) -> str:
+    """The family of an Arrow type, as far as the writers here care (a dictionary: its values')."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_null(t):
+        return "null"
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_decimal(t):
+        return "decimal"
+    if is_text_type(t):
+        return "text"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return "binary"
+    if pa.types.is_fixed_size_binary(t):
+        return "binary"
+    if pa.types.is_timestamp(t) or pa.types.is_duration(t):
+        return "time"
+    if pa.types.is_temporal(t):  # dates, times of day, intervals: no field takes them
+        return "temporal"
+    if pa.types.is_struct(t):
+        return "struct"
+    if pa.types.is_map(t):
+        return "map"
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
+        return "list"
+    if pa.types.is_large_list_view(t):
+        return "list"
+    return "other"  # extension types, unions, run-end encoded...: left to the row path
+
+
+_ANY = frozenset({"null", "other"})
+# the Arrow families whose values a field of each type can hold (the columnar path or the row path
+# takes them); any other family fails on every row that holds a value, so a column of it is refused
+# before the first row: a mistyped column is one error, even in an empty or all-null batch
+_SCALAR_FITS: dict[int, frozenset[str]] = {
+    **{t: _ANY | {"int", "decimal"} for t in _INT_RANGES},
+    _FD.TYPE_FLOAT: _ANY | {"int", "float", "decimal"},
+    _FD.TYPE_DOUBLE: _ANY | {"int", "float", "decimal"},
+    _FD.TYPE_BOOL: _ANY | {"bool"},
+    _FD.TYPE_STRING: _ANY | {"text"},
+    _FD.TYPE_BYTES: _ANY | {"binary"},
+    _FD.TYPE_ENUM: _ANY | {"int", "text"},
+}
+_TYPE_NAME = {getattr(_FD, n): n[5:].lower() for n in dir(_FD) if n.startswith("TYPE_")}  # TYPE_SINT32: sint32
+
+
+def _refuse(t: pa.DataType, path: str, what: str) -> None:
+    raise EncodeError(f"{path}: a column of Arrow type {t} cannot be written as {what}")
+
+
+def _check_message_fit(desc: descriptor.Descriptor, t: pa.DataType, path: str) -> None:
+    """Refuse struct fields ``desc`` has no field for and the field types of ``t`` (a struct) no value
+    of which the field could hold (:func:`_check_field_fit`)."""
+    plan = _Plan(desc)
+    for i in range(t.num_fields):
+        child = t.field(i)
+        entry = plan.fields.get(child.name)
+        if entry is None:
+            if child.name in plan.cases:
+                if _arrow_kind(child.type) not in _ANY | {"text"}:
+                    _refuse(child.type, f"{path}.{child.name}", f"the name of a member of oneof {child.name[:-5]}")
+                continue
+            raise EncodeError(f"{path}: the struct has field {child.name!r} that {desc.full_name} has no field for")
+        field, kind, _ = entry
+        _check_field_fit(field, kind, child.type, f"{path}.{child.name}")
+
+
+def _check_field_fit(field: descriptor.FieldDescriptor, kind: int, t: pa.DataType, path: str) -> None:
+    family = _arrow_kind(t)
+    if family in _ANY:
+        return
+    if kind == _MAP:
+        if family not in ("map", "list", "struct"):  # a struct is read as a map of its field names
+            _refuse(t, path, "a Protobuf map field")
+        entry = field.message_type
+        key, value = entry.fields_by_name["key"], entry.fields_by_name["value"]
+        if family == "map":
+            key_type, value_type = t.key_type, t.item_type
+        elif family == "list" and pa.types.is_struct(t.value_type) and _key_value(t.value_type):
+            key_type, value_type = t.value_type.field("key").type, t.value_type.field("value").type
+        else:
+            return
+        key_fits = _SCALAR_FITS[key.type] | ({"text"} if key.type != _FD.TYPE_STRING else set())  # Spark's keys
+        if _arrow_kind(key_type) not in key_fits:
+            _refuse(key_type, f"{path}{{}}", f"a Protobuf {_TYPE_NAME[key.type]} map key")
+        _check_field_fit(value, _kind(value), value_type, f"{path}{{}}")
+    elif kind in (_REPEATED, _REPEATED_MESSAGE):
+        if family != "list":
+            _refuse(t, path, "a Protobuf repeated field")
+        _check_single_fit(field, t.value_type, f"{path}[]")
+    else:
+        _check_single_fit(field, t, path)
+
+
+def _key_value(t: pa.DataType) -> bool:
+    return t.num_fields == 2 and {t.field(0).name, t.field(1).name} == {"key", "value"}
+
+
+def _check_single_fit(field: descriptor.FieldDescriptor, t: pa.DataType, path: str) -> None:
+    """One value of ``field`` (an element of a repeated one) from a column of type ``t``."""
+    family = _arrow_kind(t)
+    if family in _ANY:
+        return
+    if field.type != _FD.TYPE_MESSAGE:
+        if family not in _SCALAR_FITS.get(field.type, {family}):
+            _refuse(t, path, f"a Protobuf {_TYPE_NAME[field.type]} field")
+        return
+    desc = field.message_type
+    name = desc.full_name
+    if name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
+        fits = _ANY | {"time", "int", "struct"}  # a struct: {seconds, nanos}
+    elif name in _WRAPPERS:
+        value = desc.fields_by_name["value"]
+        fits = _SCALAR_FITS[value.type]
+    elif name in _JSON_TYPES:
+        fits = _ANY | {"text", "binary"}
+    else:
+        fits = _ANY | {"struct", "binary"}  # binary: the message's bytes (what max_depth cuts)
+    if family not in fits:
+        _refuse(t, path, f"Protobuf message {name}")
+    if family == "struct" and name not in _JSON_TYPES and name not in _WRAPPERS:
+        if name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
+            return
+        _check_message_fit(desc, t.value_type if pa.types.is_dictionary(t) else t, path)
 
 
 def _time_fields(name: str, value: Any, path: str) -> tuple[int, int]:
@@ -505,10 +645,8 @@ def _enum_number(enum: descriptor.EnumDescriptor, value: Any, path: str) -> int:
         found = enum.values_by_name.get(value)
         if found is not None:
             return int(found.number)
-        try:
-            value = int(value)  # an unknown number the decoder kept as its decimal text
-        except ValueError:
-            pass
+        if _INTEGER_TEXT.fullmatch(value):  # an unknown number the decoder kept as its decimal text
+            value = int(value)  # (int() alone would read " 1", "+1", "1_0" and other scripts' digits)
     if isinstance(value, int):
         if not _ENUM_RANGE[0] <= value <= _ENUM_RANGE[1]:
             raise EncodeError(f"{path}: {value} is out of the enum (int32) range")
