@@ -111,6 +111,134 @@ def test_confluent_header_frames_route_by_magic_byte():
         HeaderIds.of(wire.AWS_GLUE, "value", "h")
 
 
+class KafkaBatch:
+    """Enough of a DataFrame shaped like Spark's Kafka source for ``pcs.decode`` to plan its job
+    without a Spark session (a Mapping registry and a reader: no pre-pass); ``mapInArrow`` runs
+    the job's function on one Arrow batch here, as an executor would."""
+
+    isStreaming = False
+
+    def __init__(self, records, headers_type=None):
+        from pyspark.sql import types as T
+
+        header = T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
+        self.schema = T.StructType(
+            [
+                T.StructField("key", T.BinaryType()),
+                T.StructField("value", T.BinaryType()),
+                T.StructField("topic", T.StringType()),
+                T.StructField("partition", T.IntegerType()),
+                T.StructField("offset", T.LongType()),
+                T.StructField("timestamp", T.TimestampType()),
+                T.StructField("headers", headers_type or T.ArrayType(header)),
+            ]
+        )
+        self.columns = self.schema.names
+        n = len(records)
+        arrays = [
+            pa.array([r[0] for r in records], pa.binary()),
+            pa.array([r[1] for r in records], pa.binary()),
+            pa.array(["users"] * n),
+            pa.array([0] * n, pa.int32()),
+            pa.array(range(n), pa.int64()),
+            pa.array([datetime.datetime(2025, 1, 1)] * n, pa.timestamp("us")),
+            pa.array([r[2] for r in records], HEADERS),
+        ]
+        self.batch = pa.RecordBatch.from_arrays(arrays, self.columns)
+
+    def mapInArrow(self, job, schema):
+        return pa.Table.from_batches(list(job(iter([self.batch]))))
+
+
+def test_header_must_be_one_whole_prefix(backend):
+    """A Confluent or Hortonworks header cut short or running on is an error row named after the
+    header: joined to the payload it would read the payload's first bytes as the id, or its own
+    last bytes as the start of the record (a wrong record, no error)."""
+    h, hw = wire.CONFLUENT_VALUE_SCHEMA_ID_HEADER, wire.HORTONWORKS_VALUE_HEADER
+    ada = body(V1, {"id": 1, "name": "ada"})
+    records = [
+        (None, ada, [(h, wire.CONFLUENT.pack(7, b""))]),
+        (None, ada, [(h, wire.CONFLUENT.pack(7, b"") + b"\x99")]),  # read as id 7 and a record of id -141
+        (None, ada, [(h, b"\x00\x00\x00\x07")]),  # read as id 0x702 (the payload's first byte)
+        (None, ada, [(h, b"")]),
+        (None, ada, [(h, b"\x01" + uuid.UUID(int=7).bytes[:15])]),
+        (None, None, [(h, b"\x00\x07")]),  # a tombstone stays a null row
+        (None, wire.CONFLUENT.pack(7, ada), []),
+    ]
+    out = pcs.decode(KafkaBatch(records), registry={7: V1, 0x702: V1}, reader_schema=V1, schema_id_from="headers")
+    rows = list(zip(out.column("decoded").to_pylist(), out.column("decode_error").to_pylist()))
+    assert rows[0] == ({"id": 1, "name": "ada"}, None) and rows[6] == ({"id": 1, "name": "ada"}, None)
+    assert rows[5] == (None, None)
+    codes = [e["code"] for _, e in rows[1:5]]
+    assert codes == [
+        ErrorCode.WIRE_BAD_HEADER_LENGTH,
+        ErrorCode.WIRE_SHORT_PREFIX,
+        ErrorCode.WIRE_EMPTY,
+        ErrorCode.WIRE_SHORT_PREFIX,
+    ]
+    assert all(v is None and e["message"].startswith(f"header {h}: ") for v, e in rows[1:5])
+    assert "of 6 bytes, expected 5" in rows[1][1]["message"] and rows[1][1]["payload"] == ada
+    # Protobuf: the header holds the message-index array too, and nothing after it
+    g = uuid.UUID(int=9)
+    headers = pa.array(
+        [
+            [(h, wire.CONFLUENT_GUID_PROTOBUF.pack(g, b"", message_indexes=[1, 0]))],
+            [(h, b"\x01" + g.bytes)],
+            [(h, wire.CONFLUENT_PROTOBUF.pack(3, b"", message_indexes=[2]) + b"\x05")],
+        ],
+        HEADERS,
+    )
+    ids = HeaderIds.of(wire.CONFLUENT_PROTOBUF, "value", "headers")
+    frames, routes, bad = ids.frames(headers, pa.array([b"X"] * 3), wire.CONFLUENT_PROTOBUF)
+    assert frames.to_pylist()[0] == headers[0].values[0]["value"].as_py() + b"X" and routes.tolist()[0] == 1
+    assert [(i, code) for i, code, _, _ in bad] == [
+        (1, ErrorCode.WIRE_TRUNCATED_INDEXES),
+        (2, ErrorCode.WIRE_BAD_HEADER_LENGTH),
+    ]
+    # Hortonworks: the header is exactly the prefix its protocol byte announces
+    records = [
+        (None, ada, [(hw, b"\x03\x00\x00\x00\x07")]),
+        (None, ada, [(hw, b"\x03\x00\x00\x00\x07\x00")]),
+        (None, ada, [(hw, b"\x02\x00\x00\x00\x07")]),  # protocol 2 holds 8 id bytes
+    ]
+    out = pcs.decode(
+        KafkaBatch(records), registry={7: V1}, reader_schema=V1, protocol="hortonworks", schema_id_from="headers"
+    )
+    errors = out.column("decode_error").to_pylist()
+    assert out.column("decoded").to_pylist()[0] == {"id": 1, "name": "ada"} and errors[0] is None
+    assert [e["code"] for e in errors[1:]] == [ErrorCode.WIRE_BAD_HEADER_LENGTH, ErrorCode.WIRE_SHORT_PREFIX]
+    assert all(e["message"].startswith(f"header {hw}: ") for e in errors[1:])
+
+
+def test_headers_column_is_checked_before_the_job():
+    df = KafkaBatch([(None, b"x", [])])
+    df.columns = [c for c in df.columns if c != "headers"]
+    with pytest.raises(ValueError, match="headers_column="):
+        pcs.decode(df, registry={1: V1}, reader_schema=V1, schema_id_from="headers")
+    from pyspark.sql import types as T
+
+    df = KafkaBatch([(None, b"x", [])], T.MapType(T.StringType(), T.BinaryType()))
+    with pytest.raises(ValueError, match="map<string,binary>"):
+        pcs.decode(df, registry={1: V1}, reader_schema=V1, schema_id_from="headers")
+
+
+def test_newest_schema_among_guids_a_rest_registry_gives_no_id_for():
+    """``GET /schemas/guids/{guid}`` names no id: a GUID's schema ranks as the numbered schema with
+    its text, and a choice among id-less GUIDs alone is warned about."""
+    from pulsar_codec.integrations.spark.driver import newest_key
+    from pulsar_codec.registry import RegisteredSchema
+
+    v1, v2 = json.dumps(V1), json.dumps(V2)
+    high, low = uuid.UUID(int=2**128 - 1), uuid.UUID(int=1)  # the GUID of V1 sorts last by text
+    mixed = {high: RegisteredSchema(-1, v1), 1: RegisteredSchema(1, v1), 2: RegisteredSchema(2, v2)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert newest_key(mixed) == 2
+        assert newest_key({high: RegisteredSchema(-1, v1)}) == high  # one schema: nothing to choose
+    with pytest.warns(UserWarning, match="reader_schema"):
+        assert newest_key({high: RegisteredSchema(-1, v1), low: RegisteredSchema(-1, v2)}) == high
+
+
 # --------------------------------------------------------------------------------------------
 # in Spark
 
@@ -182,6 +310,9 @@ def test_confluent_guid_headers_from_confluent_kafka(spark, served):
             ],
         ),
         (None, body(V1, {"id": 8, "name": "bad magic"}), [("__value_schema_id", b"\x07garbage")]),
+        # a header is one whole prefix, never run on into the payload (nor the payload into it)
+        (None, body(V1, {"id": 9, "name": "long"}), [("__value_schema_id", wire.CONFLUENT.pack(v1_id, b"\x02"))]),
+        (None, body(V1, {"id": 10, "name": "short"}), [("__value_schema_id", wire.CONFLUENT.pack(v1_id, b"")[:4])]),
     ]
     df = kafka_frame(spark, records)
     out = pcs.decode(df, registry=reg, schema_id_from="headers")
@@ -201,6 +332,10 @@ def test_confluent_guid_headers_from_confluent_kafka(spark, served):
     assert rows[7][0] is None and "magic" in rows[7][1]["message"]
     assert rows[7][1]["payload"] == body(V1, {"id": 8, "name": "bad magic"})  # the column's bytes, no header
     assert rows[5][1]["payload"] == records[5][1] and rows[6][1] is None
+    assert [(r[0], r[1]["code"]) for r in rows[8:]] == [
+        (None, ErrorCode.WIRE_BAD_HEADER_LENGTH),
+        (None, ErrorCode.WIRE_SHORT_PREFIX),
+    ]
     # the key column reads __key_schema_id; executors find GUIDs themselves without the pre-pass
     keyed = df.where(df.key.isNotNull())
     keys = pcs.decode(

@@ -50,6 +50,26 @@ def check_protocol(protocol: Any) -> wire.Protocol:
     return found
 
 
+def check_headers_column(df: Any, name: str) -> None:
+    """Refuse, before any job, a ``headers_column`` the DataFrame lacks or that is not shaped like
+    the Kafka source's ``array<struct<key: string, value: binary>>`` (an executor would fail on it)."""
+    from pyspark.sql.types import ArrayType, BinaryType, StringType, StructType
+
+    if name not in df.columns:
+        raise ValueError(
+            f"schema_id_from='headers' reads the record headers in column {name!r}, which the DataFrame does"
+            f" not have (it has {df.columns}): pass headers_column="
+        )
+    typ = df.schema[name].dataType
+    element = typ.elementType if isinstance(typ, ArrayType) else None
+    fields = {f.name: f.dataType for f in element.fields} if isinstance(element, StructType) else {}
+    if not (isinstance(fields.get("key"), StringType) and isinstance(fields.get("value"), (BinaryType, StringType))):
+        raise ValueError(
+            f"headers_column {name!r} is {typ.simpleString()}, not the Kafka source's"
+            " array<struct<key:string,value:binary>>"
+        )
+
+
 def decode_protocol(protocol: Any) -> wire.Protocol:
     """The :mod:`pulsar_codec.wire` protocol named ``protocol``: :func:`decode` reads every one."""
     return wire.protocol_by_name(protocol)
@@ -118,7 +138,7 @@ class DecodeJob:
         messages = given = batch.column(self.column)
         found: list[RowError] = []  # bad rows the decoder does not see
         if self.headers is not None:
-            messages, routes, found = self.headers.frames(batch.column(self.headers.column), messages)
+            messages, routes, found = self.headers.frames(batch.column(self.headers.column), messages, decoder.protocol)
             decoded, errors = decode_routed(messages, routes, (decoder, *variants))
         elif self.id_column is None:
             decoded, errors = decoder.decode(messages)
@@ -217,8 +237,9 @@ def decode(
         The schema every row is read as; it fixes the output struct. Default: the latest
         version of ``reader_subject``; else the writer schema with the highest id among those
         resolved on the driver: the Mapping's, ``subjects`` ' versions, or those the pre-pass
-        found in the column (GUIDs rank by the id the registry gives with them, else by text:
-        pass ``reader_schema`` when GUID-keyed schemas of a registry that gives no ids mix).
+        found in the column (GUIDs rank by the id the registry gives with them, else by the id of
+        a numbered schema of the same text, else by text, with a warning: a REST registry's GUID
+        answer names no id, so pass ``reader_schema`` when a column holds GUIDs only).
     schema_id_column : str, optional
         A column with each row's schema id (integers, or PIP-420 ``schema_id`` bytes: optional
         ``FF`` magic byte, then a big-endian id); ``column`` then holds bare Avro bodies.
@@ -249,7 +270,8 @@ def decode(
         Hortonworks' ``value.schema.version.id`` / ``key.schema.version.id``, Apicurio's
         ``apicurio.value.globalId`` (``APICURIO``) or ``apicurio.value.contentId``
         (``APICURIO_V3``), chosen by ``protocol``; the key's header when ``column`` is ``"key"``.
-        A row without the header is read from its payload prefix.
+        A row without the header is read from its payload prefix; a header that is not exactly one
+        id prefix (cut short, or running on) is an error row.
     headers_column : str, default "headers"
         The ``array<struct<key: string, value: binary>>`` column of record headers.
     schema_id_header : str, optional
@@ -311,6 +333,8 @@ def decode(
     if (source == "column") != (schema_id_column is not None):
         raise ValueError("schema_id_column goes with schema_id_from='column' (its default), and only with it")
     headers = HeaderIds.of(wire_protocol, column, headers_column, schema_id_header) if source == "headers" else None
+    if headers is not None:
+        check_headers_column(df, headers_column)
     client, fallback, given = registry_parts(registry)
     complete = isinstance(registry, Mapping)  # shipped whole: an id not in it is in no registry
     if reader_subject is not None and complete:

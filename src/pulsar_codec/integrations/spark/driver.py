@@ -13,6 +13,7 @@ import hashlib
 import os
 import pickle
 import uuid
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -147,28 +148,38 @@ def _distinct_prefix_ids(df: Any, column: str, protocol: wire.Protocol) -> set[A
 
 
 def _distinct_header_ids(df: Any, column: str, protocol: wire.Protocol, headers: HeaderIds) -> set[Any]:
-    """:func:`_distinct_prefix_ids` for ids in record headers: the frame heads (header, else the
-    payload's own prefix) are cut and deduplicated inside the JVM, then parsed on the driver by
-    the protocol each one is in (see :class:`HeaderIds`)."""
+    """:func:`_distinct_prefix_ids` for ids in record headers: the headers (else the payload's own
+    prefix) are deduplicated inside the JVM, then parsed on the driver by the protocol each one is
+    in (see :class:`HeaderIds`). A header is parsed alone, never run on into its payload, so one
+    that is cut short gives no id (the decode job reports its row)."""
     from pyspark.sql import functions as F
 
     col = F.col(column)
     named = F.filter(F.col(headers.column), lambda h: (h["key"] == F.lit(headers.name)) & h["value"].isNotNull())
     picked = F.try_element_at(named, F.lit(-1 if headers.last else 1))["value"]
-    if headers.kind == "apicurio":  # an 8-byte id: the frame is 00 + header + payload
-        picked = F.when(F.length(picked) == 8, F.concat(F.lit(bytearray(b"\x00")), picked))
-    head = F.substring(F.concat(F.coalesce(picked, F.lit(bytearray())), F.substring(col, 1, 18)), 1, 18)
-    rows = df.where(col.isNotNull()).select(head.alias("head"), picked.isNotNull().alias("had")).distinct().collect()
-    frames = pa.array([bytes(r["head"]) for r in rows], pa.binary())
-    had = pa.array([bool(r["had"]) for r in rows])
-    routes = np.zeros(len(rows), dtype=np.int64)
-    if headers.kind == "apicurio":
-        routes = had.to_numpy(zero_copy_only=False).astype(np.int64)
-    elif headers.kind == "confluent":
-        routes = np.array([1 if f[:1] == b"\x01" else 0 for f in frames.to_pylist()], dtype=np.int64)
+    head = F.when(picked.isNull(), F.substring(col, 1, 18))
+    rows = df.where(col.isNotNull()).select(picked.alias("header"), head.alias("head")).distinct().collect()
+    frames: list[bytes] = []
+    routes: list[int] = []
+    for r in rows:
+        header = None if r["header"] is None else bytes(r["header"])
+        if header is None:
+            frame, route = bytes(r["head"]), 0
+        elif headers.kind == "apicurio":  # an 8-byte id: the frame is 00 + header (another length: a bad row)
+            if len(header) != 8:
+                continue
+            frame, route = b"\x00" + header, 1
+        else:
+            frame, route = header, 0
+        if headers.kind == "confluent":
+            route = 1 if frame[:1] == b"\x01" else 0
+        frames.append(frame)
+        routes.append(route)
     found: set[Any] = set()
-    for r, variant in enumerate(headers.protocols(protocol)):
-        found |= frame_ids(frames.filter(pa.array(routes == r)), variant)
+    chosen = np.array(routes, dtype=np.int64)
+    arr = pa.array(frames, pa.binary())
+    for k, variant in enumerate(headers.protocols(protocol)):
+        found |= frame_ids(arr.filter(pa.array(chosen == k)), variant)
     return found
 
 
@@ -276,18 +287,55 @@ def _order(key: Any) -> tuple[int, Any]:
     return (0, (key, 0)) if isinstance(key, int) else (1, key)
 
 
+def _number(found: Any) -> int | None:
+    number = getattr(found, "id", None)
+    if isinstance(number, int) and not isinstance(number, bool) and number >= 0:
+        return number
+    return None
+
+
+def _same_schema(found: Any) -> tuple[Any, ...] | None:
+    """What makes two registry answers one schema (its text, type and references), or None."""
+    try:
+        text = schema_text(found)
+    except TypeError:
+        return None
+    kind = getattr(found, "schema_type", None)
+    references = tuple(getattr(found, "references", None) or ())
+    return (text, str(kind or "AVRO").upper(), repr(references))
+
+
 def newest_key(shipped: Mapping[Any, Any]) -> Any:
-    """The key of the newest shipped schema: the highest registry id (a GUID's schema counts by the
-    id the registry gave with it, else after every numbered one, by text)."""
+    """The key of the newest shipped schema: the highest registry id. A GUID's schema counts by the
+    id the registry gave with it, else by the id of a numbered schema shipped with the same text
+    (a REST registry's ``GET /schemas/guids/{guid}`` names no id; the same column may hold both
+    forms, as confluent-kafka's readers take), else after every numbered one, by text."""
+    numbered: dict[Any, int] = {}
+    for key, found in shipped.items():
+        if isinstance(key, int) and not isinstance(key, bool):
+            same = _same_schema(found)
+            if same is not None:
+                numbered[same] = max(numbered.get(same, key), key)
 
     def rank(key: Any) -> tuple[int, Any]:
         if isinstance(key, uuid.UUID):
-            number = getattr(shipped[key], "id", None)
-            if isinstance(number, int) and not isinstance(number, bool) and number >= 0:
+            number = _number(shipped[key])
+            if number is None and numbered:
+                same = _same_schema(shipped[key])
+                number = None if same is None else numbered.get(same)
+            if number is not None:
                 return (0, (number, 1))
         return _order(key)
 
-    return max(shipped, key=rank)
+    newest = max(shipped, key=rank)
+    if rank(newest)[0] == 2 and len({_same_schema(v) or id(v) for v in shipped.values()}) > 1:
+        warnings.warn(
+            f"the reader schema is the one of GUID {newest}, chosen by its text among schemas the registry"
+            " gave no ids for (a REST registry's GET /schemas/guids/{guid} names none), so not"
+            " necessarily the newest: pass reader_schema, reader_subject or subjects",
+            stacklevel=3,
+        )
+    return newest
 
 
 def registry_parts(registry: Any) -> tuple[Any, RegistryConfig | None, dict[Any, Any]]:

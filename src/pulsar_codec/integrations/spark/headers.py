@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ... import wire
-from ...errors import DecodeError
+from ..._arrow import walk_bad_rows
+from ...errors import DecodeError, ErrorCode, error_for
 from ...pipeline import MessageDecoder
 from .batches import RowError, local_text, valid
 
@@ -77,6 +78,11 @@ class HeaderIds:
       an 8-byte big-endian id: ``00`` + header + payload is an ``APICURIO`` frame. The last header
       counts; a header of another length is an error row (``WIRE_BAD_HEADER_LENGTH``).
 
+    A Confluent or Hortonworks header must be exactly one such prefix: one that is cut short or
+    runs on (which, joined to the payload, would read the payload's first bytes as the id or the
+    header's last ones as the body) is an error row (``WIRE_BAD_HEADER_LENGTH``, or the code of the
+    prefix's own fault), named after the header.
+
     A row without the header is read from its payload prefix in ``protocol``.
 
     Attributes
@@ -123,28 +129,37 @@ class HeaderIds:
             return (protocol, wire.APICURIO)
         return (protocol,)
 
-    def frames(self, headers: Any, values: Any) -> tuple[Any, np.ndarray, list[RowError]]:
+    def frames(
+        self, headers: Any, values: Any, protocol: wire.Protocol | None = None
+    ) -> tuple[Any, np.ndarray, list[RowError]]:
         """(frames, route per row: an index into :meth:`protocols`, rows found bad here).
 
         A frame is the header's id bytes in front of the payload (the payload alone where the row
-        has no header); a null payload stays null."""
+        has no header); a null payload stays null. ``protocol`` is the one :meth:`protocols` was
+        given (default the family's without Protobuf message indexes): a header must be exactly
+        one prefix of it (:meth:`header_faults`), else its row is bad here."""
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
         n = len(values)
         header = header_values(headers, self.name, self.last, values.type)
         has = valid(header)
         bad: list[RowError] = []
+        checked = np.flatnonzero(has & valid(values))  # a tombstone stays a null row
         if self.kind == "apicurio":
             lengths = pc.binary_length(header).fill_null(8).to_numpy(zero_copy_only=False)
-            wrong = has & (lengths != 8) & valid(values)  # a tombstone stays a null row
-            for i in np.flatnonzero(wrong).tolist():
+            for i in checked[lengths[checked] != 8].tolist():
                 try:
                     wire.apicurio_header_id(header[i].as_py())
                 except DecodeError as exc:
                     bad.append((i, int(exc.code), 0, f"header {self.name}: {local_text(str(exc))}"))
-            if wrong.any():
-                values = pc.if_else(pa.array(~wrong), values, pa.scalar(None, values.type))
-                has &= ~wrong
+        else:
+            bad = self.header_faults(header, checked, protocol)
+        if bad:
+            wrong = np.zeros(n, dtype=bool)
+            wrong[[i for i, _, _, _ in bad]] = True
+            values = pc.if_else(pa.array(~wrong), values, pa.scalar(None, values.type))
+            has &= ~wrong
+        if self.kind == "apicurio":
             head = pc.binary_join_element_wise(pa.scalar(b"\x00", values.type), header, pa.scalar(b"", values.type))
         else:
             head = header
@@ -157,6 +172,58 @@ class HeaderIds:
             first = pc.binary_slice(frames, 0, 1)
             routes[pc.equal(first, pa.scalar(b"\x01", first.type)).fill_null(False).to_numpy(zero_copy_only=False)] = 1
         return frames, routes, bad
+
+    def header_faults(self, header: Any, rows: np.ndarray, protocol: wire.Protocol | None = None) -> list[RowError]:
+        """The rows among ``rows`` whose Confluent or Hortonworks header (``header``: one value per
+        row) is not exactly one id prefix of ``protocol`` 's family: a prefix the header does not
+        hold whole, or bytes after it (joined to the payload, either would be read as something
+        else). Confluent's header is read as the GUID form when it starts with ``01``, as the id
+        form otherwise."""
+        if not len(rows):
+            return []
+        picked = header.take(pa.array(rows, pa.int64()))
+        if self.kind == "confluent":
+            plain, guid = self.protocols(protocol or wire.CONFLUENT)
+            first = pc.binary_slice(picked, 0, 1)
+            is_guid = pc.equal(first, pa.scalar(b"\x01", first.type)).fill_null(False).to_numpy(zero_copy_only=False)
+            groups = [(plain, ~is_guid), (guid, is_guid)]
+        else:
+            groups = [(protocol or wire.HORTONWORKS, np.ones(len(rows), dtype=bool))]
+        faults: list[RowError] = []
+        for variant, mask in groups:
+            if not mask.any():
+                continue
+            at, part = rows[mask], picked.filter(pa.array(mask))
+
+            def run_on(
+                lo: int, hi: int, variant: wire.Protocol = variant, at: Any = at, part: Any = part
+            ) -> int | None:
+                piece = part.slice(lo, hi - lo)
+                try:
+                    framed = wire.unframe(piece, variant)
+                except DecodeError as exc:
+                    first_bad = exc.index or 0
+                    if first_bad:
+                        self._runs_on(wire.unframe(piece.slice(0, first_bad), variant), piece, at[lo:], variant, faults)
+                    text = f"header {self.name}: {local_text(str(exc))}"
+                    faults.append((int(at[lo + first_bad]), int(exc.code), int(exc.offset or 0), text))
+                    return first_bad
+                self._runs_on(framed, piece, at[lo:], variant, faults)
+                return None
+
+            walk_bad_rows(len(part), run_on)
+        return sorted(faults)
+
+    def _runs_on(self, framed: Any, piece: Any, at: Any, variant: wire.Protocol, faults: list[RowError]) -> None:
+        """Add the rows of ``framed`` (the first rows of ``piece``, at rows ``at``) whose header
+        runs on after its prefix."""
+        rest = pc.binary_length(framed.payloads.cast(pa.binary())).to_numpy(zero_copy_only=False)
+        for k in np.flatnonzero(rest > 0).tolist():
+            size = len(piece[k].as_py())
+            exc = error_for(
+                ErrorCode.WIRE_BAD_HEADER_LENGTH, 0, 0, size, protocol=variant.name, expected=size - int(rest[k])
+            )
+            faults.append((int(at[k]), int(exc.code), 0, f"header {self.name}: {local_text(str(exc))}"))
 
 
 def decode_routed(frames: Any, routes: np.ndarray, decoders: Sequence[MessageDecoder]) -> tuple[Any, Any]:
