@@ -28,9 +28,15 @@ from pyspark.errors import StreamingQueryException
 
 from pulsar_codec import spark as pcs
 from pulsar_codec.errors import ErrorCode, SchemaError
+from pulsar_codec.integrations.spark.pulsar_offsets import read_range as read_offsets
 from pulsar_codec.integrations.spark.pulsar_options import SOURCE_OPTIONS, OffsetSpec, registry_config
 from pulsar_codec.integrations.spark.pulsar_sink import PulsarCommitMessage, SinkPlan, _report
-from pulsar_codec.integrations.spark.pulsar_source import PulsarBatchReader, PulsarDataSource, SourcePlan
+from pulsar_codec.integrations.spark.pulsar_source import (
+    PulsarBatchReader,
+    PulsarDataSource,
+    PulsarStreamReader,
+    SourcePlan,
+)
 from pulsar_codec.registry import LocalRegistry
 
 pytest_plugins = ["spark_fixtures", "pulsar_fixtures"]
@@ -458,6 +464,67 @@ def test_stream_restart_mid_batch_delivers_every_message_once(spark, registered,
     producer.close()
     client.close()
     reg.close()
+
+
+def _stream_reader(broker, topic, **options):
+    plan = SourcePlan.from_options({"service_url": broker.url, "topics": topic, "decode": "false", **options})
+    return PulsarStreamReader(plan, plan.spark_schema())
+
+
+def test_stream_latest_is_settled_once_by_the_first_micro_batch(pulsar_broker):
+    # Spark asks for the initial offset when it plans the first micro-batch, again when it runs it,
+    # and again after a restart before that batch committed: the broker's last id each time moved the
+    # first range's start past the messages sent in between, which were never read
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    topic = f"persistent://public/default/latest-{uuid.uuid4().hex[:8]}"
+    client = pulsar.Client(pulsar_broker.url, logger=pulsar.ConsoleLogger(_pulsar.LoggerLevel.Error))
+    producer = Producer(client, topic, batching=False)
+    producer.send_all([(b"old-%d" % i, {}) for i in range(3)])
+    source = _stream_reader(pulsar_broker, topic, starting_offsets="latest")
+    restarted = _stream_reader(pulsar_broker, topic, starting_offsets="latest")
+    try:
+        initial = source.initialOffset()
+        end = source.latestOffset(initial, ReadAllAvailable())  # the first micro-batch: where latest is
+        producer.send_all([(b"new-%d" % i, {}) for i in range(2)])  # while it runs
+        assert source.initialOffset() == initial == restarted.initialOffset()
+        assert source.partitions(source.initialOffset(), end) == []
+        end2 = source.latestOffset(end, ReadAllAvailable())
+        (part,) = source.partitions(end, end2)
+        batches = read_offsets(client, topic, part.start, part.end, batch_size=100, timeout_ms=10_000)
+        assert [v for b in batches for v in b.column("payload").to_pylist()] == [b"new-0", b"new-1"]
+    finally:
+        source.stop()
+        restarted.stop()
+        producer.close()
+        client.close()
+
+
+def test_stream_refuses_a_checkpoint_past_the_last_message(pulsar_broker):
+    # a topic deleted and created again (or a checkpoint of another broker) ends before the offset
+    # the query goes on from: the stream waited silently and then skipped its messages up to there
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    topic = f"persistent://public/default/behind-{uuid.uuid4().hex[:8]}"
+    empty = f"persistent://public/default/behind-empty-{uuid.uuid4().hex[:8]}"
+    client = pulsar.Client(pulsar_broker.url, logger=pulsar.ConsoleLogger(_pulsar.LoggerLevel.Error))
+    producer = Producer(client, topic, batching=False)
+    ids = producer.send_all([(b"m-%d" % i, {}) for i in range(3)])
+    last = ids[-1]
+    past = offset_of(_pulsar.MessageId(-1, last.ledger_id(), last.entry_id() + 5, -1))
+    source = _stream_reader(pulsar_broker, topic)
+    source_empty = _stream_reader(pulsar_broker, empty)
+    try:
+        with pytest.raises(ValueError, match=r"lies before the offset the query goes on from .*new checkpoint"):
+            source.latestOffset({topic: past}, ReadAllAvailable())
+        assert source.latestOffset({topic: offset_of(last)}, ReadAllAvailable()) == {topic: offset_of(last)}
+        # no message at all: as a broker answers whose retention removed every ledger; nothing is read
+        assert source_empty.latestOffset({empty: past}, ReadAllAvailable()) == {empty: past}
+    finally:
+        source.stop()
+        source_empty.stop()
+        producer.close()
+        client.close()
 
 
 # -- the sink ----------------------------------------------------------------------------------------

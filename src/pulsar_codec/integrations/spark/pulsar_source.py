@@ -25,7 +25,9 @@ Options
 ``starting_offsets``
     ``earliest`` (default), ``latest``, or a JSON object mapping a topic-partition (or a topic,
     for all its partitions) to ``earliest``, ``latest`` or a message id offset; a range starts
-    *after* that message. Unnamed partitions start at ``earliest``. The words take any case. A
+    *after* that message. Unnamed partitions start at ``earliest``. The words take any case. In a
+    stream, ``latest`` is the broker's last id when the first micro-batch is planned: that batch
+    reads nothing from such a partition, and the checkpoint keeps where it ended. A
     topic not read, or a partition the broker does not have (``-partition-7`` of a topic with 4,
     ``-partition-0`` of one that is not partitioned), is refused.
 ``ending_offsets``
@@ -401,6 +403,26 @@ def check_partition_addressing(client: Any, partition_topic: str) -> None:
         )
 
 
+def check_not_behind(start: Mapping[str, str], lasts: Mapping[str, Any]) -> None:
+    """Refuse to go on from offsets past the broker's last message ids (see
+    :meth:`PulsarStreamReader.latestOffset`). A partition without messages passes: a broker whose
+    retention removed every ledger answers so for a partition read to its end."""
+    earliest = position(decode_offset(EARLIEST))
+    for topic, last in sorted(lasts.items()):
+        offset = start.get(topic, EARLIEST)
+        if offset in (EARLIEST, LATEST) or position(last) <= earliest:
+            continue
+        at = position(decode_offset(offset))
+        if position(last) < at:
+            ledger, entry, _ = position(last)
+            raise ValueError(
+                f'format("pulsar"): the last message of {topic} on the broker ({ledger}:{entry}) lies before the '
+                f"offset the query goes on from ({at[0]}:{at[1]}): the topic was deleted and created again, or "
+                "the checkpoint belongs to another broker; going on would skip its messages up to that offset. "
+                "Start the query with a new checkpoint (starting_offsets says where it begins)"
+            )
+
+
 def check_order(topic: str, start: str, end: str) -> None:
     """Refuse a given ``ending_offsets`` id before the given ``starting_offsets`` id of the same
     partition (the range would be empty, and the read silently give no rows)."""
@@ -479,7 +501,9 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     Ranges are fixed before a micro-batch runs and read between fixed ids, so a micro-batch run
     again after a restart reads the same messages: with a checkpoint and an idempotent sink
     (Parquet, Delta) every message arrives once. Nothing is acknowledged on the broker (readers
-    keep no subscription), so ``commit`` has nothing to do.
+    keep no subscription), so ``commit`` has nothing to do. A checkpoint whose offset lies past a
+    partition's last message (the topic was recreated) stops the query with an error rather than
+    skip the new messages up to it.
     """
 
     def __init__(self, plan: SourcePlan, schema: Any) -> None:
@@ -500,12 +524,20 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._client
 
     def initialOffset(self) -> dict[str, str]:
-        """``starting_offsets`` of every partition (``latest``: the broker's last id now)."""
+        """``starting_offsets`` of every partition as given: ``earliest``, a message id, or
+        ``latest``, which is not asked of the broker here.
+
+        Spark asks for the initial offset more than once: when it plans the first micro-batch
+        and again when it runs it, and again after a restart before that batch was committed (the
+        checkpoint holds a batch's end, not its start). An answer of the broker's last id each
+        time would move the start of the first range past messages that arrived in between, and
+        they would never be read. ``latest`` is settled by :meth:`latestOffset` instead.
+        """
         client = self._broker()
         with broker_calls(self.plan.service_url, self.plan.timeout_ms):
             partitions = self.plan.partition_topics(client, self.plan.current_topics())
             self.plan.starting.check_partitions("starting_offsets", partitions)
-            return {t: self.plan.resolve(client, self.plan.starting, t) for t in sorted(partitions)}
+            return {t: self.plan.starting.for_partition(t) for t in sorted(partitions)}
 
     def _lasts(self) -> dict[str, Any]:
         # with topics_pattern the topics are listed again: a new one joins with no start offset,
@@ -526,17 +558,31 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target = self._lasts()
 
     def latestOffset(self, start: dict[str, str], limit: Any) -> dict[str, str]:
-        """The end of the next micro-batch: each partition's last id, bounded by ``limit``."""
+        """The end of the next micro-batch: each partition's last id, bounded by ``limit``.
+
+        A partition that starts at ``latest`` ends at the broker's last id now, with nothing to
+        read: the first micro-batch fixes where ``latest`` was, and the checkpoint keeps it.
+
+        Raises
+        ------
+        ValueError
+            A partition's last message id lies before the offset it starts from (the topic was
+            deleted and created again, or the checkpoint is another broker's): reading on would
+            skip the partition's messages up to that offset.
+        """
         lasts = self._lasts()
+        check_not_behind(start, lasts)
         if self._target is not None:  # availableNow: nothing later than the ids taken at the start
-            lasts = {
-                t: min(last, self._target.get(t, decode_offset(start.get(t, EARLIEST))), key=position)
-                for t, last in lasts.items()
-            }
+            lasts = {t: min(last, self._target.get(t, last), key=position) for t, last in lasts.items()}
+        out = dict(start)
+        for topic in [t for t in lasts if start.get(t) == LATEST]:
+            last = lasts.pop(topic)
+            out[topic] = encode_offset(last) if position(last) > position(decode_offset(EARLIEST)) else EARLIEST
         starts = {t: decode_offset(start.get(t, EARLIEST)) for t in lasts}
+        if self._target is not None:  # a partition listed after the start: read nothing in this query
+            lasts = {t: last if t in self._target else starts[t] for t, last in lasts.items()}
         max_entries = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         ends = plan_ends(self._broker(), starts, lasts, max_entries)
-        out = dict(start)
         for topic in sorted(ends):
             if position(ends[topic]) > position(starts[topic]):
                 out[topic] = encode_offset(ends[topic])
@@ -551,6 +597,8 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         found = []
         for topic in sorted(end):
             first = start.get(topic, EARLIEST)
+            if LATEST in (first, end[topic]):  # the range that settles 'latest' holds nothing
+                continue
             if position(decode_offset(end[topic])) > position(decode_offset(first)):
                 found.append(PulsarPartition(topic, first, end[topic]))
         return found
