@@ -14,6 +14,7 @@ from .errors import DecodeError
 
 __all__ = [
     "Chunk",
+    "arrow_family",
     "binary_chunks",
     "as_binary_array",
     "as_table_like",
@@ -106,6 +107,35 @@ def as_binary_array(messages: Any) -> pa.Array:
 def is_text_type(t: pa.DataType) -> bool:
     """Whether ``t`` is one of Arrow's string types (string, large_string, string_view)."""
     return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
+
+
+def arrow_family(t: pa.DataType) -> str:
+    """The family of an Arrow type as the encoders judge a column against a field (a dictionary:
+    its values'): ``null``, ``bool``, ``int``, ``float``, ``decimal``, ``text``, ``binary``,
+    ``time`` (timestamps, durations), ``temporal`` (dates, times of day, intervals), ``struct``,
+    ``map``, ``list``, or ``other`` (extension types, unions...: left to the row writers)."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    checks = (
+        ("null", pa.types.is_null),
+        ("bool", pa.types.is_boolean),
+        ("int", pa.types.is_integer),
+        ("float", pa.types.is_floating),
+        ("decimal", pa.types.is_decimal),
+        ("text", is_text_type),
+        ("binary", lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t)),
+        ("binary", pa.types.is_fixed_size_binary),
+        ("time", lambda t: pa.types.is_timestamp(t) or pa.types.is_duration(t)),
+        ("temporal", pa.types.is_temporal),
+        ("struct", pa.types.is_struct),
+        ("map", pa.types.is_map),
+        ("list", pa.types.is_list),
+        ("list", pa.types.is_large_list),
+        ("list", pa.types.is_fixed_size_list),
+        ("list", pa.types.is_list_view),
+        ("list", pa.types.is_large_list_view),
+    )
+    return next((family for family, check in checks if check(t)), "other")
 
 
 def validity_of(arr: pa.Array) -> np.ndarray | None:

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..._arrow import is_text_type
+from ..._arrow import arrow_family, is_text_type
 from ...errors import EncodeError
 from ._arrow_unions import union_branches
 from .schema import Array, Enum, Fixed, Map, Primitive, Record, Schema, Union
@@ -139,37 +139,6 @@ def _duplicates(names: list[str]) -> list[str]:
     return sorted(twice)
 
 
-def _arrow_kind(t: pa.DataType) -> str:
-    """The family of an Arrow type, as far as the Avro writers care (a dictionary: its values')."""
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    if pa.types.is_null(t):
-        return "null"
-    if pa.types.is_boolean(t):
-        return "bool"
-    if pa.types.is_integer(t):
-        return "int"
-    if pa.types.is_floating(t):
-        return "float"
-    if pa.types.is_decimal(t):
-        return "decimal"
-    if is_text_type(t) or pa.types.is_string_view(t):
-        return "text"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
-        return "binary"
-    if pa.types.is_fixed_size_binary(t):
-        return "binary"
-    if pa.types.is_temporal(t):
-        return "temporal"
-    if pa.types.is_struct(t):
-        return "struct"
-    if pa.types.is_map(t):
-        return "map"
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
-        return "list"
-    return "other"  # extension types, unions, run-end encoded...: left to the writers
-
-
 # The Arrow families whose values an Avro type without a logical type can hold (the columnar binding
 # or the row writer takes them); any other family fails on every non-null row, so a column of it is
 # refused before the first row: a misnamed or mistyped column is one error, not one per row.
@@ -193,7 +162,7 @@ def _check_kind(node: Schema, t: pa.DataType, path: str) -> None:
     if isinstance(node, (Primitive, Fixed)) and node.logical is not None:
         return  # logical types take several Arrow spellings (dates as ints, uuids as text...)
     fits = _FITS.get(node.type)
-    kind = _arrow_kind(t)
+    kind = arrow_family(t)
     if fits is not None and kind not in fits:
         name = f" {node.fullname}" if isinstance(node, (Record, Enum)) else ""
         raise EncodeError(f"{path}: a column of Arrow type {t} cannot be written as Avro {node.type}{name}")

@@ -45,7 +45,7 @@ import pyarrow.compute as pc
 from google.protobuf import descriptor, json_format, message_factory
 from google.protobuf import message as pb_message
 
-from ..._arrow import as_table_like, is_text_type
+from ..._arrow import arrow_family, as_table_like
 from ...errors import EncodeError
 from .schema import ProtobufSchemaModel, parse
 
@@ -450,41 +450,6 @@ class ProtobufEncoder:
 # -- the batch's Arrow types against the fields, before any row ---------------------------------------
 
 
-def _arrow_kind(t: pa.DataType) -> str:
-    """The family of an Arrow type, as far as the writers here care (a dictionary: its values')."""
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    if pa.types.is_null(t):
-        return "null"
-    if pa.types.is_boolean(t):
-        return "bool"
-    if pa.types.is_integer(t):
-        return "int"
-    if pa.types.is_floating(t):
-        return "float"
-    if pa.types.is_decimal(t):
-        return "decimal"
-    if is_text_type(t):
-        return "text"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
-        return "binary"
-    if pa.types.is_fixed_size_binary(t):
-        return "binary"
-    if pa.types.is_timestamp(t) or pa.types.is_duration(t):
-        return "time"
-    if pa.types.is_temporal(t):  # dates, times of day, intervals: no field takes them
-        return "temporal"
-    if pa.types.is_struct(t):
-        return "struct"
-    if pa.types.is_map(t):
-        return "map"
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
-        return "list"
-    if pa.types.is_large_list_view(t):
-        return "list"
-    return "other"  # extension types, unions, run-end encoded...: left to the row path
-
-
 _ANY = frozenset({"null", "other"})
 # the Arrow families whose values a field of each type can hold (the columnar path or the row path
 # takes them); any other family fails on every row that holds a value, so a column of it is refused
@@ -514,7 +479,7 @@ def _check_message_fit(desc: descriptor.Descriptor, t: pa.DataType, path: str) -
         entry = plan.fields.get(child.name)
         if entry is None:
             if child.name in plan.cases:
-                if _arrow_kind(child.type) not in _ANY | {"text"}:
+                if arrow_family(child.type) not in _ANY | {"text"}:
                     _refuse(child.type, f"{path}.{child.name}", f"the name of a member of oneof {child.name[:-5]}")
                 continue
             raise EncodeError(f"{path}: the struct has field {child.name!r} that {desc.full_name} has no field for")
@@ -523,7 +488,7 @@ def _check_message_fit(desc: descriptor.Descriptor, t: pa.DataType, path: str) -
 
 
 def _check_field_fit(field: descriptor.FieldDescriptor, kind: int, t: pa.DataType, path: str) -> None:
-    family = _arrow_kind(t)
+    family = arrow_family(t)
     if family in _ANY:
         return
     if kind == _MAP:
@@ -538,7 +503,7 @@ def _check_field_fit(field: descriptor.FieldDescriptor, kind: int, t: pa.DataTyp
         else:
             return
         key_fits = _SCALAR_FITS[key.type] | ({"text"} if key.type != _FD.TYPE_STRING else set())  # Spark's keys
-        if _arrow_kind(key_type) not in key_fits:
+        if arrow_family(key_type) not in key_fits:
             _refuse(key_type, f"{path}{{}}", f"a Protobuf {_TYPE_NAME[key.type]} map key")
         _check_field_fit(value, _kind(value), value_type, f"{path}{{}}")
     elif kind in (_REPEATED, _REPEATED_MESSAGE):
@@ -555,7 +520,7 @@ def _key_value(t: pa.DataType) -> bool:
 
 def _check_single_fit(field: descriptor.FieldDescriptor, t: pa.DataType, path: str) -> None:
     """One value of ``field`` (an element of a repeated one) from a column of type ``t``."""
-    family = _arrow_kind(t)
+    family = arrow_family(t)
     if family in _ANY:
         return
     if field.type != _FD.TYPE_MESSAGE:
