@@ -18,7 +18,7 @@ from pulsar_codec.errors import AvroDecodeError, ErrorCode, SchemaError, SchemaN
 from pulsar_codec.formats import PayloadFormat, get_format, register_format
 from pulsar_codec.formats.base import Segment
 from pulsar_codec.pipeline import Decoded, MessageDecoder, MessageEncoder
-from pulsar_codec.registry import LocalRegistry, RegistryConfig
+from pulsar_codec.registry import ConfluentRegistry, LocalRegistry, RegistryConfig
 from test_avro_support import encode
 
 INTS = {"type": "record", "name": "R", "fields": [{"name": "x", "type": "int"}]}
@@ -556,4 +556,95 @@ def test_raise_mode_raises_the_first_bad_messages_error(backend):
     messages = [frame(b"\x05", False), frame(b"\x01", True), b"\x03\x05" + guid.bytes + b"not zlib"]
     with pytest.raises(AvroDecodeError) as caught:
         MessageDecoder({guid: schema}, protocol=glue).decode(messages)
+    assert caught.value.index == 0
+
+
+def test_unknown_ids_stay_error_rows_when_the_registry_will_not_list_subjects(backend):
+    """A batch whose every id is unknown, read from a registry that answers the ids (404) but
+    refuses to list its subjects (403, as an ACL or a gateway does): on_error="null" gives error
+    rows, "raise" the SchemaNotFoundError of message 0, not the refusal of GET /subjects (probe30b)."""
+    import json
+
+    from test_registry_http import Stub
+
+    schema = json.dumps(INTS)
+
+    def answer(method, path, headers):
+        kind = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
+        if path.startswith("/schemas/ids/1"):
+            return 200, json.dumps({"schema": schema}).encode(), kind
+        if path.startswith("/schemas/ids/"):
+            return 404, b'{"error_code": 40403, "message": "Schema not found"}', kind
+        return 403, b'{"error_code": 40301, "message": "denied: Describe on Subject"}', kind
+
+    unknown = [wire.CONFLUENT.pack(7, b"\x02"), None, wire.CONFLUENT.pack(8, b"\x02")]
+    with Stub(answer) as stub:
+        client = ConfluentRegistry(stub.url)
+        try:
+            out = MessageDecoder(client, on_error="null").decode(unknown)
+            assert out.batch.num_rows == 3
+            assert out.errors.column("index").to_pylist() == [0, 2]
+            assert out.errors.column("code").to_pylist() == [ErrorCode.SCHEMA_NOT_FOUND] * 2
+            with pytest.raises(SchemaNotFoundError) as caught:
+                MessageDecoder(client).decode(unknown)
+            assert caught.value.index == 0
+            known = MessageDecoder(client, on_error="null").decode([framed(1, INTS, [{"x": 5}])[0], *unknown])
+            assert known.batch.column("x").to_pylist() == [5, None, None, None]
+        finally:
+            client.close()
+
+
+def test_raise_mode_first_bad_message_wins_over_schema_errors(backend, monkeypatch):
+    """on_error="raise": an unknown id or an unreadable writer schema does not win over an earlier
+    bad body, nor over each other when its message comes later (probe30b): the error raised is
+    the one on_error="null" reports first, with one thread or several."""
+    import json
+
+    from pulsar_codec.errors import JsonDecodeError
+    from pulsar_codec.pipeline import _rows
+
+    monkeypatch.setattr(_rows, "MIN_ROWS_PER_THREAD", 1)  # let threads=2 split these small batches
+    reader = json.dumps(V2)
+    registry = {1: json.dumps(V1), 2: reader, 3: json.dumps(STRS)}
+    good1, good2 = framed(1, V1, [{"id": 1}])[0], framed(2, V2, [{"id": 2, "tag": "t"}])[0]
+    cut = good2[:-2]  # the union branch says string, then the string's bytes are missing
+    unreadable = framed(3, STRS, [{"x": "s"}])[0]  # R.x string: no field id, and R is not User
+    unknown99, unknown50 = wire.CONFLUENT.pack(99, b"\x02"), wire.CONFLUENT.pack(50, b"\x02")
+    cases = [
+        ([cut, unreadable], AvroDecodeError, 0),
+        ([cut, unknown99], AvroDecodeError, 0),
+        ([good1, cut, good2, unknown99], AvroDecodeError, 1),
+        ([unreadable, unknown99], SchemaError, 0),
+        ([good1, unknown99, unknown50], SchemaNotFoundError, 1),
+        ([good2, unknown99, None, cut], SchemaNotFoundError, 1),
+    ]
+    for messages, error, index in cases:
+        for threads in (1, 2):
+            with pytest.raises(error) as caught:
+                MessageDecoder(registry, reader_schema=reader, threads=threads).decode(messages)
+            assert caught.value.index == index, (messages, threads)
+            out = MessageDecoder(registry, reader_schema=reader, on_error="null", threads=threads).decode(messages)
+            assert out.errors.column("index").to_pylist()[0] == index
+    with pytest.raises(SchemaNotFoundError, match="schema id 99"):  # the unknown id of the first message
+        MessageDecoder(registry, reader_schema=reader).decode([unknown99, unknown50])
+    # no reader given: the batch's newest id (3) reads it, also when a later prefix is bad (the
+    # messages before the bad prefix alone would be read as id 2, and message 0 be readable)
+    messages = [good2, unknown99, b"\x07bad", unreadable]
+    out = MessageDecoder(registry, on_error="null").decode(messages)
+    assert out.errors.column("code").to_pylist()[:2] == [ErrorCode.SCHEMA_UNRESOLVABLE, ErrorCode.SCHEMA_NOT_FOUND]
+    with pytest.raises(SchemaError) as caught:
+        MessageDecoder(registry).decode(messages)
+    assert caught.value.index == 0
+    # ids given beside the payloads (PIP-420 metadata) and JSON payloads follow the same rule
+    bodies = [good1[5:], cut[5:], unknown99[5:]]
+    with pytest.raises(AvroDecodeError) as caught:
+        MessageDecoder(registry, reader_schema=reader).decode_payloads(bodies, [1, 2, 99])
+    assert caught.value.index == 1
+    with pytest.raises(AvroDecodeError) as caught:
+        MessageDecoder(registry, reader_schema=reader).decode_payloads(bodies[1:], [2, 99])
+    assert caught.value.index == 0
+    doc = json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}})
+    texts = [wire.CONFLUENT.pack(1, b'{"a": 1'), wire.CONFLUENT.pack(99, b'{"a": 2}')]
+    with pytest.raises(JsonDecodeError) as caught:
+        MessageDecoder({1: doc}, format="JSON").decode(texts)
     assert caught.value.index == 0

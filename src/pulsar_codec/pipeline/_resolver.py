@@ -10,14 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 import pyarrow as pa
 
 from .. import wire
 from .._cache import LRU
 from .._unframe import registry_key
-from ..errors import ErrorCode, SchemaError, SchemaNotFoundError, at_message
+from ..errors import (
+    ErrorCode,
+    RegistryError,
+    RegistryUnreachableError,
+    SchemaError,
+    SchemaNotFoundError,
+    at_message,
+)
 from ..formats import get_format
 from ..formats.base import DecodePlan, PayloadFormat
 from ..registry.lookup import RegistrySource, fetch_schema
@@ -175,10 +182,12 @@ class SchemaResolver:
         ``first`` is the position in ``keys`` of the batch's first non-null row, whose message
         type is the output's when the format has several per schema and ``message`` is not set.
         ``locate`` maps a position in ``keys`` to the batch's first message of that key: a raised
-        error then names that message (:func:`~pulsar_codec.errors.at_message`).
+        error then names that message (:func:`~pulsar_codec.errors.at_message`), and of several
+        keys that fail, the one whose message comes first is raised (not the first in key order).
         """
         writers: list[ParsedSchema | None] = []
         bad: dict[int, tuple[ErrorCode, Any, str]] = {}
+        failed: dict[int, SchemaError | SchemaNotFoundError] = {}  # without tolerate: raised at the end
         for i, k in enumerate(keys):
             path = None
             if isinstance(k, Pathed):
@@ -187,13 +196,11 @@ class SchemaResolver:
             try:
                 writers.append(self._selected_writer(key, path))
             except SchemaNotFoundError as exc:
-                if not tolerate:
-                    raise _located(exc, locate, i) from exc.__cause__
+                failed[i] = exc
                 writers.append(None)
                 bad[i] = (ErrorCode.SCHEMA_NOT_FOUND, key, "")
             except SchemaError as exc:
-                if not tolerate:
-                    raise _located(exc, locate, i) from exc.__cause__
+                failed[i] = exc
                 writers.append(None)
                 bad[i] = (ErrorCode.SCHEMA_UNRESOLVABLE, key, str(exc))
         known = [w for w in writers if w is not None]
@@ -216,7 +223,9 @@ class SchemaResolver:
                 else:  # no row is of the asked type: read as it anyway (SchemaError if no schema has it)
                     model = self._narrowed(reader.fmt, reader.model)
                     reader = ParsedSchema(reader.fmt, model, reader.fmt.schema_key(model))
-        if reader is None:
+        if reader is None:  # every id failed (or none came): no writer can be the reader
+            if failed and not tolerate:
+                _raise_earliest(failed, locate)  # before asking the registry for a lone subject
             reader = self._default_reader()
         if reader is None:  # no id readable and no reader given: nothing defines the columns
             return Resolved(None, [], bad)
@@ -232,17 +241,17 @@ class SchemaResolver:
                     raise SchemaError(f"schema id {key} is a {w.fmt.name} schema; the reader is {reader.fmt.name}")
                 other = _other_type(w, reader)
                 if other is not None:
-                    if not tolerate:
-                        raise SchemaError(f"schema id {key}: {other}")
+                    failed[i] = SchemaError(f"schema id {key}: {other}")
                     out.append(plans.base)
                     bad[i] = (ErrorCode.SCHEMA_OTHER_MESSAGE, key, other)
                     continue
                 out.append(plans.plan(w))
             except SchemaError as exc:
-                if not tolerate:
-                    raise _located(exc, locate, i) from exc.__cause__
+                failed[i] = exc
                 out.append(plans.base)
                 bad[i] = (ErrorCode.SCHEMA_UNRESOLVABLE, key, str(exc))
+        if failed and not tolerate:
+            _raise_earliest(failed, locate)
         heads: dict[int, frozenset[int]] = {}
         unframed: set[int] = set()
         for i, w in enumerate(writers):
@@ -316,7 +325,16 @@ class SchemaResolver:
                 return self.writer(registry_key(next(iter(registry))))
             except (SchemaError, SchemaNotFoundError):
                 return None
-        subjects = lone_subject(registry)
+        try:
+            subjects = lone_subject(registry)
+        except SchemaNotFoundError:
+            return None
+        except RegistryError as exc:
+            if isinstance(exc, RegistryUnreachableError) or exc.status is None or exc.status >= 500:
+                raise  # it may answer later: nothing is kept, the next batch asks again
+            # it answered the ids but refuses to list its subjects (401, 403, no such endpoint):
+            # it names no lone subject, and the batch's rows stay error rows
+            return None
         if subjects is None:
             return None
         try:
@@ -349,3 +367,13 @@ def _located(
 ) -> SchemaError | SchemaNotFoundError:
     """``exc`` of the key at ``position`` as the error of its batch's first message of that key."""
     return exc if locate is None else at_message(exc, locate(position))
+
+
+def _raise_earliest(
+    failed: Mapping[int, SchemaError | SchemaNotFoundError], locate: Callable[[int], int] | None
+) -> NoReturn:
+    """Raise the error of the key (position -> error) whose first message comes first in the batch
+    (without ``locate``: the first key's), as the error of that message."""
+    position = min(failed) if locate is None else min(failed, key=locate)
+    exc = failed[position]
+    raise _located(exc, locate, position) from exc.__cause__

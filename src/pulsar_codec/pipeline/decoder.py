@@ -245,10 +245,14 @@ class MessageDecoder:
 
         Raises
         ------
-        SchemaNotFoundError
-            A schema id the registry does not know (whatever ``on_error`` says: it is not bad data).
-        SchemaError
-            A writer schema the reader schema cannot read.
+        DecodeError, SchemaNotFoundError, SchemaError
+            With ``on_error="raise"``, the error of the batch's first bad message, whatever is bad
+            in it: its prefix (WireFormatError), its schema id (unknown: SchemaNotFoundError;
+            unreadable as the reader: SchemaError) or its body (AvroDecodeError, ...); ``.index``
+            names it. With ``on_error="null"`` these are error rows instead.
+        RegistryError
+            Either way, when the registry cannot answer (unreachable, or an error status other
+            than "not found"): the batch is not bad data, a retry may succeed.
         """
         chunks, total = binary_chunks(messages, native_offsets=True)
         return self._decode_chunks(chunks, total)
@@ -331,12 +335,17 @@ class MessageDecoder:
     ) -> pa.RecordBatch | Decoded:
         """Decode a batch unframed message by message (several ids, bad prefixes)."""
         keep_going = self._keep_going
+        bad_prefix: WireFormatError | None = None
         try:
             parts = [unframe_parts(c, protocol, keep_going, wire_errors) for c in chunks]
         except WireFormatError as exc:
-            if exc.index:  # on_error="raise": a message before this one may be bad too, and it comes first
-                self._decode_chunks(_first_rows(chunks, exc.index), exc.index, protocol)
-            raise
+            if not exc.index:
+                raise
+            # on_error="raise": a message before this one may be bad too, and its error comes first.
+            # The batch is read as a whole (the bad prefixes set aside), so its reader is the one
+            # on_error="null" picks: the newest id of the batch, not of the messages before this one
+            bad_prefix = exc
+            parts = [unframe_parts(c, protocol, True, []) for c in chunks]
         keys = [row_keys(protocol, *p[:4]) for p in parts]
         paths = None
         if protocol.protobuf:
@@ -352,9 +361,12 @@ class MessageDecoder:
         if self._protobuf_ids(list(unique), protocol):
             return self._decode_chunks(chunks, total, wire.CONFLUENT_PROTOBUF)
         located = [(c.row, k, p[5]) for c, k, p in zip(chunks, keys, parts)]
-        resolved = self._resolve(
-            unique_keys, keep_going, first, lambda j: _first_keyed_row(located, unique, j), protocol
+        resolved, schema_error = self._resolve_raising_later(
+            unique_keys, first, lambda j: _first_keyed_row(located, unique, j), protocol
         )
+        pending: SchemaError | SchemaNotFoundError | WireFormatError | None = schema_error
+        if bad_prefix is not None and (schema_error is None or bad_prefix.index < (schema_error.index or 0)):
+            pending = bad_prefix
         if self._protobuf_prefix(resolved, protocol):
             return self._decode_chunks(chunks, total, wire.CONFLUENT_PROTOBUF)
         segments = []
@@ -370,7 +382,24 @@ class MessageDecoder:
                     plan_ids = None
             segments.append(Segment(chunk.data, starts, wide(chunk).offsets[1:], valid, plan_ids))
         heads = [_heads(c) for c in chunks] if resolved.raw_heads else None
-        return self._run(resolved, segments, wire_errors, total, heads)
+        return self._run(resolved, segments, wire_errors, total, heads, pending)
+
+    def _resolve_raising_later(
+        self,
+        keys: Sequence[Any],
+        first: int | None,
+        locate: Callable[[int], int],
+        protocol: wire.Protocol | None = None,
+    ) -> tuple[Resolved, SchemaError | SchemaNotFoundError | None]:
+        """:meth:`_resolve`, and with ``on_error="raise"`` the schema error of a message that is not
+        the batch's first: ``(plans with its id's rows set aside, the error)``. :meth:`_run` then
+        raises it unless a message before it is bad too (the first bad message's error wins)."""
+        try:
+            return self._resolve(keys, self._keep_going, first, locate, protocol), None
+        except (SchemaNotFoundError, SchemaError) as exc:
+            if self._keep_going or not exc.index:
+                raise
+            return self._resolve(keys, True, first, locate, protocol), exc
 
     def _run(
         self,
@@ -379,9 +408,20 @@ class MessageDecoder:
         wire_errors: list[tuple[Any, ...]],
         total: int,
         heads: list[np.ndarray] | None = None,
+        pending: SchemaError | SchemaNotFoundError | WireFormatError | None = None,
     ) -> pa.RecordBatch | Decoded:
         """Decode ``segments`` with the plans of ``resolved``; ``heads``: the first byte of each
-        framed message per segment (None: payloads without a prefix), which says the raw rows."""
+        framed message per segment (None: payloads without a prefix), which says the raw rows.
+        ``pending``: the error of a bad prefix or schema id to raise (``on_error="raise"``), unless
+        an earlier row's body is bad too."""
+        if pending is not None:
+            assert pending.index is not None
+            try:
+                self._run(resolved, segments, wire_errors, total, heads)
+            except DecodeError as exc:
+                if exc.index < pending.index:
+                    raise
+            raise pending
         keep_going = self._keep_going
         if resolved.fmt is None:  # no readable message and no reader known: rows without columns
             return _finish(_no_columns(total), [], wire_errors, keep_going, total)
@@ -460,9 +500,10 @@ class MessageDecoder:
                     ones = np.zeros(c.length, dtype=np.int32)
                     valid = _drop_bad_rows(resolved, ones, c.validity, c.row, errors)
                 segments.append(Segment(c.data, c.offsets[:-1], c.offsets[1:], valid, None))
+            pending = None
         else:
-            resolved, segments = self._per_row_segments(chunks, _per_row_ids(schema_ids), total, errors)
-        return self._run(resolved, segments, errors, total)
+            resolved, segments, pending = self._per_row_segments(chunks, _per_row_ids(schema_ids), total, errors)
+        return self._run(resolved, segments, errors, total, pending=pending)
 
     def decode_value(self, payload: Any, schema_id: Any = None, *, protocol_byte: int | None = None) -> Any:
         """The Python value of one message, by the same plans and kernel as :meth:`decode`.
@@ -547,7 +588,7 @@ class MessageDecoder:
 
     def _per_row_segments(
         self, chunks: list[Chunk], ids: np.ndarray | list[Any], total: int, errors: list[tuple[Any, ...]]
-    ) -> tuple[Resolved, list[Segment]]:
+    ) -> tuple[Resolved, list[Segment], SchemaError | SchemaNotFoundError | None]:
         if len(ids) != total:
             raise ValueError(f"schema_ids has {len(ids)} entries for {total} payloads")
         valid = np.ones(total, dtype=bool)
@@ -557,8 +598,8 @@ class MessageDecoder:
         dropped = False  # rows without an id, made error rows
         if isinstance(ids, np.ndarray):
             unique = np.unique(ids[valid])
-            resolved = self._resolve(
-                list(unique), self._keep_going, locate=lambda j: _first_keyed_row([(0, ids, valid)], unique, j)
+            resolved, pending = self._resolve_raising_later(
+                list(unique), None, lambda j: _first_keyed_row([(0, ids, valid)], unique, j)
             )
             index = np.searchsorted(unique, ids).astype(np.int32) if len(unique) else np.zeros(total, np.int32)
             index[~valid] = 0
@@ -573,8 +614,8 @@ class MessageDecoder:
                 errors.append((ErrorCode.SCHEMA_NOT_FOUND, i, 0, 0, text))
             keys = _newest_last(list(dict.fromkeys(k for k, v in zip(ids, valid) if v)))
             order = {k: i for i, k in enumerate(keys)}
-            resolved = self._resolve(
-                keys, self._keep_going, locate=lambda j: next(i for i, k in enumerate(ids) if valid[i] and k == keys[j])
+            resolved, pending = self._resolve_raising_later(
+                keys, None, lambda j: next(i for i, k in enumerate(ids) if valid[i] and k == keys[j])
             )
             index = np.array([order[k] if v else 0 for k, v in zip(ids, valid)], dtype=np.int32)
         many = len(resolved.plans) > 1
@@ -585,7 +626,7 @@ class MessageDecoder:
             if resolved.bad:
                 row_valid = _drop_bad_rows(resolved, rows, row_valid, c.row, errors)
             segments.append(Segment(c.data, c.offsets[:-1], c.offsets[1:], row_valid, rows if many else None))
-        return resolved, segments
+        return resolved, segments, pending
 
     # -- pickling ----------------------------------------------------------------------------
 
