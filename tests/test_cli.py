@@ -617,6 +617,7 @@ def test_dump_unreachable_broker_fails_within_the_default_timeout(tmp_path):
     assert elapsed < 15
     line = one_line(out)
     assert line.startswith(f"pulsar-codec: cannot read t from pulsar://127.0.0.1:{port}") and "refused" in line
+    assert "(--timeout-ms sets the wait)" in line  # the command's option, not the library's keyword
     assert (
         cli_main.build_parser()
         .parse_args(["dump", "--service-url", "pulsar://h:1", "--topic", "t", "-o", "x"])

@@ -158,3 +158,34 @@ def test_decode_protobuf_subject_spark_engine_matches_local(spark, protobuf_inpu
     _check_orders(on_spark, orders)
     codes = [None if e is None else e["code"] for e in on_spark.column("decode_error").to_pylist()]
     assert codes == [None if e is None else e["code"] for e in local.column("decode_error").to_pylist()]
+
+
+EMPTY_TEXT = """syntax = "proto3";
+package shop;
+import "google/protobuf/empty.proto";
+
+message Ping { int64 id = 1; google.protobuf.Empty em = 2; repeated google.protobuf.Empty ems = 3; }
+"""
+READER_TEXT = 'syntax = "proto3";\npackage shop;\nmessage Ping { int64 id = 1; }\n'
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_decode_protobuf_message_without_fields_is_refused(tmp_path, capsys, engine, request):
+    """Parquet stores no struct without fields (google.protobuf.Empty): the decode is refused in one
+    line naming the fields, before anything is written, and a reader schema without them reads."""
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    with LocalRegistry(tmp_path / "registry.db") as registry:
+        schema_id = registry.register_full("ping-value", EMPTY_TEXT, "PROTOBUF").id
+    ping = message_class(compile_proto(EMPTY_TEXT, "ping.proto"), "shop.Ping")(id=5)
+    ping.em.SetInParent()
+    framed = wire.CONFLUENT_PROTOBUF.pack(schema_id, ping.SerializeToString(), message_indexes=[0])
+    pq.write_table(pa.table({"value": pa.array([framed], pa.binary())}), tmp_path / "in.parquet")
+    out = tmp_path / "out"
+    assert _run(tmp_path, out, "--engine", engine) == 1
+    error = capsys.readouterr().err
+    assert "em, ems[] are messages without fields" in error and "Traceback" not in error
+    assert "internal error" not in error and not out.exists()
+    (tmp_path / "reader.proto").write_text(READER_TEXT)
+    assert _run(tmp_path, out, "--engine", engine, "--reader-schema", f"@{tmp_path / 'reader.proto'}") == 0
+    assert pq.read_table(out).column("id").to_pylist() == [5]

@@ -44,6 +44,7 @@ __all__ = [
     "DEAD_LETTER_FIELDS",
     "ERROR_TYPE",
     "contract_columns",
+    "empty_structs",
     "convert_batch",
     "dead_letter_schema",
     "dead_letter_table",
@@ -284,6 +285,28 @@ def contract_columns(arrow_schema: pa.Schema) -> tuple[pa.Schema, list[Any]]:
         fields.append(field.with_type(written))
         converters.append(convert if written == field.type else _then_cast(convert, written))
     return pa.schema(fields), converters
+
+
+def empty_structs(arrow_schema: pa.Schema) -> list[str]:
+    """The dotted paths of the struct fields without children in ``arrow_schema`` (a Protobuf
+    message with no fields, such as ``google.protobuf.Empty``), at any depth: Parquet stores no
+    such column, on either engine."""
+    found: list[str] = []
+
+    def walk(t: pa.DataType, path: str) -> None:
+        if pa.types.is_struct(t):
+            if t.num_fields == 0:
+                found.append(path)
+            for f in t:
+                walk(f.type, f"{path}.{f.name}")
+        elif pa.types.is_map(t):
+            walk(t.item_type, f"{path}.value")
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            walk(t.value_type, f"{path}[]")
+
+    for field in arrow_schema:
+        walk(field.type, field.name)
+    return found
 
 
 def _then_cast(convert: Converter | None, target: pa.DataType) -> Converter:

@@ -285,7 +285,9 @@ def cmd_dump(args: argparse.Namespace) -> int:
             if type(exc).__module__.split(".")[0] not in ("_pulsar", "pulsar") and not unreachable:
                 raise
             reason = f" ({log.errors[0]})" if log.errors else ""
-            err(f"cannot read {args.topic} from {args.service_url}: {exc}{reason}")
+            # the library names its keyword argument; here the wait is the command's option
+            text = str(exc).replace("timeout_ms sets the wait", "--timeout-ms sets the wait")
+            err(f"cannot read {args.topic} from {args.service_url}: {text}{reason}")
             return EXIT_UNREACHABLE
     seconds = time.perf_counter() - start
     if rows:

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import wire
-from ..errors import SchemaNotFoundError
+from ..errors import SchemaError, SchemaNotFoundError
 from ..formats import format_of_model
 from ..pipeline import Decoded, MessageDecoder
 from . import _console
@@ -30,6 +30,7 @@ from ._contract import (
     convert_batch,
     dead_letter_schema,
     dead_letter_table,
+    empty_structs,
     input_files,
     kept_columns,
     kept_plan,
@@ -146,6 +147,8 @@ def decode_parquet(
         protocol = wire.CONFLUENT_PROTOBUF
     # refused before anything is written
     kept = resolve_keep(files, column, keep, registry, protocol, (reader, fmt), input_path)
+    if reader is not None:
+        check_storable(MessageDecoder(registry, protocol=protocol, reader_schema=reader, format=fmt).arrow_schema)
     if engine == "spark":
         from .parquet_spark import decode_spark
 
@@ -159,6 +162,19 @@ def decode_parquet(
     stats["engine"] = engine
     stats["column"] = column
     return stats
+
+
+def check_storable(arrow_schema: pa.Schema | None) -> None:
+    """Refuse, before anything is written, decoded columns Parquet cannot store: a struct without
+    fields (a Protobuf message with none, such as ``google.protobuf.Empty``)."""
+    empty = empty_structs(arrow_schema) if arrow_schema is not None else []
+    if empty:
+        raise SchemaError(
+            f"the reader schema's field{'s' if len(empty) > 1 else ''} {', '.join(empty)}"
+            f" {'are messages' if len(empty) > 1 else 'is a message'} without fields (such as"
+            " google.protobuf.Empty), which Parquet cannot store; decode with a --reader-schema"
+            " that leaves them out"
+        )
 
 
 def pick_reader(
