@@ -277,3 +277,17 @@ def test_use_latest_on_a_subject_without_versions_says_what_to_do(backend, reg, 
             SchemaNotFoundError, match="subject 'nope-value' has no version to write with.*register one"
         ):
             pc.encode(pa.table({"a": [1]}), registry, "nope-value", use_latest=True)
+
+
+@pytest.mark.parametrize("fmt", ["JSON", "PROTOBUF"])
+def test_a_decimal_column_without_schema_is_refused_before_registering(backend, reg, fmt):  # noqa: F811
+    """A derived JSON or Protobuf schema has no form for a decimal column: the encode fails before
+    the subject gets a version (a failed write leaves the registry as it was)."""
+    from decimal import Decimal
+
+    from pulsar_codec.errors import SchemaError
+
+    table = pa.table({"a": [1], "d": pa.array([Decimal("1.23")], pa.decimal128(6, 2))})
+    with pytest.raises(SchemaError, match=r"decimal128\(6, 2\)"):
+        pc.encode(table, reg, "dec-value", format=fmt)
+    assert "dec-value" not in reg.list_subjects()

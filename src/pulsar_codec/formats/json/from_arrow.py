@@ -2,10 +2,11 @@
 
 The reverse of the JSON Schema -> Arrow mapping: struct -> object (``properties`` in column order,
 ``required`` lists the non-null fields, ``additionalProperties`` left open as Confluent's
-generated schemas do), bool -> boolean, every integer width -> integer, floating point and decimal
--> number, string -> string, binary -> string with ``contentEncoding: base64``, timestamp ->
-``format: date-time``, date -> ``date``, time -> ``time``, dictionary of strings -> string, list
--> array, map -> object with ``additionalProperties``, null -> null. A nullable value adds
+generated schemas do), bool -> boolean, every integer width -> integer, floating point -> number
+(a decimal is refused: a JSON number reads back as a double), string -> string, binary -> string
+with ``contentEncoding: base64``, timestamp -> ``format: date-time``, date -> ``date``, time ->
+``time``, dictionary of strings -> string, list -> array, map -> object with
+``additionalProperties``, null -> null. A nullable value adds
 ``"null"`` to its ``type``. Decoding the derived schema gives the same Arrow types back where the
 mapping has them (int64, float64, timestamp[us, UTC], date32, time64[us], ...).
 """
@@ -43,8 +44,15 @@ def _type(t: pa.DataType, where: str) -> dict[str, Any]:
         return {"type": "boolean"}
     if pa.types.is_integer(t):
         return {"type": "integer"}
-    if pa.types.is_floating(t) or pa.types.is_decimal(t):
+    if pa.types.is_floating(t):
         return {"type": "number"}
+    if pa.types.is_decimal(t):
+        # a JSON number reads back as a double: the encoder writes none from a decimal, so the
+        # derived schema has no form for one either (refused before any subject is registered)
+        raise SchemaError(
+            f"no JSON Schema form for the Arrow {t} column {where}: a JSON number reads back as a"
+            " double; cast the column (to float64, or to string for the exact text) or pass schema="
+        )
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return {"type": "string"}
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
