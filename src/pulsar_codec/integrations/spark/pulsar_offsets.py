@@ -169,7 +169,8 @@ def plan_ends(
         range then ends ``k`` entries after its start. A batched entry counts once, whatever its
         number of messages. In a ledger older than the last one the number of entries is not
         known: its range ends ``k`` entries on, possibly past the ledger's end (then it reads
-        fewer, and the next micro-batch continues in the next ledger).
+        fewer, and the next micro-batch continues in the next ledger). No range ends past the
+        partition's last id.
 
     Returns
     -------
@@ -210,7 +211,11 @@ def plan_ends(
         elif available is not None and k >= available:
             ends[topic] = lasts[topic]
         else:
-            ends[topic] = native.MessageId(int(lasts[topic].partition()), ledger, first + k - 1, -1)
+            end = native.MessageId(int(lasts[topic].partition()), ledger, first + k - 1, -1)
+            # never past the broker's last id: a range ending there would wait for messages
+            # that do not exist yet, and the next one start after them (the first pending
+            # message unread within its wait leaves the start's ledger and entry unknown)
+            ends[topic] = end if position(end) <= position(lasts[topic]) else lasts[topic]
     return ends
 
 

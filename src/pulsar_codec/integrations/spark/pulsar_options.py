@@ -345,13 +345,23 @@ class OffsetSpec:
         """Refuse offsets for a partition the broker does not have (``orders-partition-7`` of a
         topic with 4 partitions, or ``-partition-0`` of a topic that is not partitioned): it would
         be ignored, and its partitions read from the default. ``partitions`` are those listed now;
-        a partition of a topic not among them (a ``topics_pattern`` topic not created yet) passes."""
+        a partition of a topic not among them (a ``topics_pattern`` topic not created yet) passes.
+        A message id given to a partitioned topic's name is refused too: an id belongs to one
+        partition, and as the start or end of the others it reads a wrong range (or waits for a
+        message that is not there)."""
         listed = set(partitions)
         owners: dict[str, list[str]] = {}
         for partition in partitions:
             owners.setdefault(split_partition(partition)[0], []).append(partition)
             owners.setdefault(partition, [partition])
-        for topic, _ in self.per_topic:
+        for topic, value in self.per_topic:
+            parts = [p for p in owners.get(topic, []) if p != topic]
+            if parts and value not in (EARLIEST, LATEST):
+                raise ValueError(
+                    f"option {name!r} gives {topic} a message id, but it is a partitioned topic and a message id "
+                    f"belongs to one partition: name the partition ({parts[0]}, ...), or give the topic "
+                    f"'{EARLIEST}' or '{LATEST}'"
+                )
             base, index = split_partition(topic)
             if topic in listed or index < 0 or base not in owners:
                 continue

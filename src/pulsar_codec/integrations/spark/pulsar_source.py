@@ -29,7 +29,8 @@ Options
     stream, ``latest`` is the broker's last id when the first micro-batch is planned: that batch
     reads nothing from such a partition, and the checkpoint keeps where it ended. A
     topic not read, or a partition the broker does not have (``-partition-7`` of a topic with 4,
-    ``-partition-0`` of one that is not partitioned), is refused.
+    ``-partition-0`` of one that is not partitioned), is refused, as is a message id given to a
+    partitioned topic's name (an id belongs to one partition: name the partition).
 ``ending_offsets``
     Batch only: ``latest`` (default: the broker's last ids when the query is planned) or a JSON
     object as above; a range ends *with* that message. A given id before the partition's given
@@ -325,15 +326,16 @@ class SourcePlan:
         return self.topics if self.pattern is None else self.pattern.topics()
 
     def partition_topics(self, client: Any, topics: tuple[str, ...] | None = None) -> list[str]:
-        """Every topic-partition of ``topics`` (default: the plan's); a topic that is not
-        partitioned is its own."""
-        found: list[str] = []
+        """Every topic-partition of ``topics`` (default: the plan's), each once; a topic that is
+        not partitioned is its own. A partition named beside its topic (``orders,
+        orders-partition-0``) is listed once: it would otherwise be read twice."""
+        found: dict[str, None] = {}
         for topic in self.topics if topics is None else topics:
             partitions = [str(p) for p in client.get_topic_partitions(topic)]
             if partitions != [topic]:
                 check_partition_addressing(client, partitions[0])
-            found += partitions
-        return found
+            found.update(dict.fromkeys(partitions))
+        return list(found)
 
     def resolve(self, client: Any, spec: OffsetSpec, partition_topic: str) -> str:
         """The offset ``spec`` gives one partition, ``latest`` asked of the broker now."""
@@ -511,6 +513,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.schema = schema
         self._client: Any = None
         self._target: dict[str, Any] | None = None  # availableNow: the last ids when the query began
+        self._reported: dict[str, str] | None = None  # the last ids latestOffset found, for reportLatestOffset
 
     def __getstate__(self) -> dict[str, Any]:
         return {"plan": self.plan, "schema": self.schema}
@@ -571,6 +574,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             skip the partition's messages up to that offset.
         """
         lasts = self._lasts()
+        self._reported = {t: encode_offset(i) for t, i in lasts.items()}
         check_not_behind(start, lasts)
         if self._target is not None:  # availableNow: nothing later than the ids taken at the start
             lasts = {t: min(last, self._target.get(t, last), key=position) for t, last in lasts.items()}
@@ -589,8 +593,16 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return dict(sorted(out.items()))
 
     def reportLatestOffset(self) -> dict[str, str]:
-        """The broker's last id of every partition (shown in the query's progress)."""
-        return {t: encode_offset(i) for t, i in self._lasts().items()}
+        """The broker's last id of every partition (shown in the query's progress).
+
+        Spark asks right after :meth:`latestOffset`, which has just asked the broker: its answer
+        is given again (once) rather than asking for every partition's last id a second time,
+        which would double the driver's broker calls (a subscription per partition) each trigger.
+        """
+        found, self._reported = self._reported, None
+        if found is None:
+            found = {t: encode_offset(i) for t, i in self._lasts().items()}
+        return found
 
     def partitions(self, start: dict[str, str], end: dict[str, str]) -> list[PulsarPartition]:
         """One input partition per topic-partition whose range ``(start, end]`` holds messages."""
