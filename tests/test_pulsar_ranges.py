@@ -259,3 +259,27 @@ def test_dump_reader_without_last_ids_reads_whole_entries(pulsar_client, batched
     batches = list(read_batches(fake, batched_topic, batch_size=64, timeout_ms=5000))
     assert [p for b in batches for p in b.column("payload").to_pylist()] == _payloads()
     assert fake.log["asked"] >= 1
+
+
+def test_last_message_ids_asks_the_partitions_side_by_side(monkeypatch):
+    """Each partition's last id is a round trip (and an empty pulsar-lite partition a short read):
+    asked side by side, a micro-batch over many partitions waits for the slowest, not their sum.
+    The answers keep the partitions' order; a partition's error is raised."""
+    import threading
+
+    from pulsar_codec.pulsar import positions
+
+    together = threading.Barrier(5, timeout=30)  # broken unless all five are asked at once
+
+    def meeting(client, partition):
+        if partition == "bad":
+            raise pulsar.ConnectError("no broker")
+        if partition.startswith("t-"):
+            together.wait()
+        return f"last of {partition}"
+
+    monkeypatch.setattr(positions, "last_message_id", meeting)
+    names = [f"t-partition-{i}" for i in range(5)]
+    assert positions.last_message_ids(None, names) == {n: f"last of {n}" for n in names}
+    with pytest.raises(pulsar.ConnectError):
+        positions.last_message_ids(None, ["a", "bad", "c"])

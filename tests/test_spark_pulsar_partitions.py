@@ -32,10 +32,10 @@ import pulsar
 
 from pulsar_codec import spark as pcs
 from pulsar_codec.cli._broker import accepts, free_port, write_config
-from pulsar_codec.integrations.spark import pulsar_source
 from pulsar_codec.integrations.spark.pulsar_offsets import plan_ends, position
 from pulsar_codec.integrations.spark.pulsar_options import OffsetSpec
 from pulsar_codec.integrations.spark.pulsar_source import PulsarStreamReader, SourcePlan
+from pulsar_codec.pulsar import positions
 
 pytest_plugins = ["spark_fixtures", "pulsar_fixtures"]
 pytestmark = pytest.mark.slow
@@ -228,13 +228,13 @@ def test_report_latest_offset_does_not_ask_the_broker_again(broker, monkeypatch)
     client = new_client(broker)
     send(client, topic, [f"m{i}" for i in range(6)])
     asked: list[str] = []
-    real = pulsar_source.last_message_id
+    real = positions.last_message_id
 
     def counting(client, partition):
         asked.append(partition)
         return real(client, partition)
 
-    monkeypatch.setattr(pulsar_source, "last_message_id", counting)
+    monkeypatch.setattr(positions, "last_message_id", counting)  # what last_message_ids asks
     plan = SourcePlan.from_options({"service_url": broker.url, "topics": topic, "decode": "false"})
     reader = PulsarStreamReader(plan, plan.spark_schema())
     try:

@@ -18,6 +18,8 @@ after a read times out, to tell a stalled reader from a partition that has nothi
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "first_message",
     "has_more",
     "last_message_id",
+    "last_message_ids",
     "position",
 ]
 
@@ -46,6 +49,9 @@ PROBE_MS = 500
 #: How often :func:`last_message_id` asks a broker that answered with an error while the partition
 #: got its first messages (each ask after a short read found one).
 LAST_ID_ASKS = 3
+
+#: At most this many partitions are asked for their last id at once (:func:`last_message_ids`).
+LAST_ID_THREADS = 8
 
 #: Readers reopened after a read times out, before the broker is asked whether it has more:
 #: pulsar-lite at times stops dispatching to a reader of a long topic.
@@ -169,6 +175,20 @@ def last_message_id(client: Any, topic: str) -> Any:
     if int(found.entry_id()) < 0:  # an empty ledger: no message yet
         return native.MessageId.earliest
     return found
+
+
+def last_message_ids(client: Any, partitions: Sequence[str]) -> dict[str, Any]:
+    """:func:`last_message_id` of each of ``partitions``, asked side by side (at most
+    :data:`LAST_ID_THREADS` at once): each question is a round trip to the broker, and an empty
+    partition on pulsar-lite costs a short read of :data:`PROBE_MS`, so a topic of many partitions
+    asked one after the other makes every micro-batch wait their sum. The first error raised by
+    any partition is raised (in the order of ``partitions``)."""
+    names = list(dict.fromkeys(partitions))
+    if len(names) <= 1:
+        return {name: last_message_id(client, name) for name in names}
+    with ThreadPoolExecutor(min(LAST_ID_THREADS, len(names)), thread_name_prefix="pulsar-codec-last-id") as pool:
+        found = [pool.submit(last_message_id, client, name) for name in names]
+        return {name: future.result() for name, future in zip(names, found)}
 
 
 class BoundedReader:

@@ -39,7 +39,7 @@ from .positions import (
     Position,
     ends_at,
     entry_batch_size,
-    last_message_id,
+    last_message_ids,
     position,
 )
 
@@ -234,7 +234,7 @@ def _last_positions(client: Any, partitions: list[str]) -> dict[str, Position] |
     """Where each partition ends now, or None when the broker cannot say (pulsar-lite does not
     answer for the partitions of a partitioned topic)."""
     try:
-        return {name: position(last_message_id(client, name)) for name in partitions}
+        return {name: position(found) for name, found in last_message_ids(client, partitions).items()}
     except _pulsar_client.OperationNotSupported:
         return None
 

@@ -35,6 +35,7 @@ from ...pulsar.positions import (
     entry_batch_size,
     first_message,
     last_message_id,
+    last_message_ids,
     position,
 )
 
@@ -46,6 +47,7 @@ __all__ = [
     "decode_offset",
     "encode_offset",
     "last_message_id",
+    "last_message_ids",
     "plan_ends",
     "position",
     "entry_batch_size",

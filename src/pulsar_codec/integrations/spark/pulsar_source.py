@@ -113,6 +113,7 @@ from .pulsar_offsets import (
     decode_offset,
     encode_offset,
     last_message_id,
+    last_message_ids,
     new_client,
     plan_ends,
     position,
@@ -548,7 +549,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         client = self._broker()
         with broker_calls(self.plan.service_url, self.plan.timeout_ms):
             partitions = self.plan.partition_topics(client, self.plan.current_topics())
-            return {t: last_message_id(client, t) for t in sorted(partitions)}
+            return last_message_ids(client, sorted(partitions))
 
     def getDefaultReadLimit(self) -> Any:
         """``ReadMaxRows(max_records_per_trigger)`` when the option is set."""
