@@ -198,8 +198,10 @@ def test_decode_payloads_with_per_row_ids(backend):
     assert decoder.decode_payloads(bodies, pa.array([1, 2, 2, 1], pa.int32())).to_pylist() == expected
     with pytest.raises(ValueError, match="entries"):
         decoder.decode_payloads(bodies, [1, 2])
-    with pytest.raises(ValueError, match="no id for payload 1"):
+    # a payload without an id is bad data, as an unknown id: the registry's error, naming the row
+    with pytest.raises(SchemaNotFoundError, match=r"^payload 1 has no schema id \(message 1\)$") as raised:
         decoder.decode_payloads(bodies, [1, None, None, 1])
+    assert raised.value.index == 1
     # on_error="null": a payload without an id is an error row, never a failed batch
     lenient = MessageDecoder({1: V1, 2: V2}, on_error="null").decode_payloads(bodies, [1, None, None, 1])
     assert lenient.batch.to_pylist() == [{"id": 1}, {"id": None}, {"id": None}, {"id": 3}]  # the V1 rows' reader
@@ -211,6 +213,35 @@ def test_decode_payloads_with_per_row_ids(backend):
             "message": "payload 1 has no schema id (message 1, byte 0)",
         }
     ]
+
+
+def test_decode_payloads_missing_id_raises_only_when_no_earlier_row_is_bad(backend):
+    """on_error="raise": a payload without an id raises the SchemaNotFoundError on_error="null"
+    reports as its error row, unless an earlier row is bad (the first bad row's error wins)."""
+    strict = MessageDecoder({1: V1, 2: V2})
+    lenient = MessageDecoder({1: V1, 2: V2}, on_error="null")
+    good, truncated = encode(V1, [{"id": 1}])[0], b"\x80"  # a varint cut short
+    cases = [
+        # (bodies, ids, error class raised, index)
+        ([good, truncated, good], [1, 1, None], AvroDecodeError, 1),  # an earlier bad body wins
+        ([good, good, truncated], [1, None, 1], SchemaNotFoundError, 1),  # a later bad body does not
+        ([good, good, good], [1, 9, None], SchemaNotFoundError, 1),  # an earlier unknown id wins
+        ([good, good, good], [1, None, 9], SchemaNotFoundError, 1),  # a later unknown id does not
+        ([None, good], [None, None], SchemaNotFoundError, 1),  # a null payload needs no id
+    ]
+    for bodies, ids, cls, index in cases:
+        with pytest.raises(cls) as raised:
+            strict.decode_payloads(bodies, ids)
+        assert type(raised.value) is cls and raised.value.index == index, (ids, raised.value)
+        first = lenient.decode_payloads(bodies, ids).errors.to_pylist()[0]
+        assert first["index"] == index
+        assert str(raised.value) in (first["message"], first["message"].replace(", byte 0)", ")"))
+    # the same with a pyarrow id array holding nulls
+    with pytest.raises(SchemaNotFoundError, match=r"payload 2 has no schema id \(message 2\)"):
+        strict.decode_payloads([good, good, good], pa.array([1, 1, None], pa.int32()))
+    # a caller bug, not bad data: still a ValueError
+    with pytest.raises(ValueError, match="schema_ids has 2 entries for 3 payloads"):
+        strict.decode_payloads([good, good, good], [1, None])
 
 
 def test_decode_payloads_with_pip420_metadata_ids(backend):
@@ -226,8 +257,9 @@ def test_decode_payloads_with_pip420_metadata_ids(backend):
     assert one.to_pylist() == [{"id": 1}]
     with pytest.raises(ValueError, match="no PIP-420 schema id"):
         decoder.decode_payloads(bodies[:1], b"\xff")
-    with pytest.raises(ValueError, match="no id for payload 0"):  # nine bytes: no id
+    with pytest.raises(SchemaNotFoundError, match="payload 0 has no schema id") as raised:  # nine bytes: no id
         decoder.decode_payloads(bodies, [bytes(9), b"\x02", None])
+    assert raised.value.index == 0
 
 
 def test_decode_payloads_by_guid_and_errors(backend):

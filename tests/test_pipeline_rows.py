@@ -102,6 +102,82 @@ def test_unparsable_writer_schema_is_an_error_row(backend):
     assert out.errors.column("code").to_pylist() == [ErrorCode.SCHEMA_UNRESOLVABLE]
 
 
+PROTO_TEXT = 'syntax = "proto3";\npackage shop;\nmessage Address { string city = 1; }\n'
+JSON_SCHEMA_TEXT = '{"type": "object", "properties": {"city": {"type": "string"}}}'
+BROKEN_AVRO = '{"type": "record", "name": "Broken"}'  # no fields
+
+
+class TextRegistry:
+    """A registry client that answers schema text, with or without a schema type."""
+
+    def __init__(self, text, schema_type=None):
+        self.text, self.schema_type = text, schema_type
+
+    def get_schema(self, schema_id):
+        if self.schema_type is None:
+            return self.text
+        return type("Schema", (), {"schema_str": self.text, "schema_type": self.schema_type})()
+
+
+@pytest.mark.parametrize(
+    ("registry", "expected"),
+    [
+        (
+            {1: PROTO_TEXT},
+            "schema id 1 is not a valid AVRO schema (schema is not valid JSON: Expecting value: line 1 column 1"
+            " (char 0)); a Mapping of schema texts is read as AVRO unless format= names its format; this one"
+            " looks like a PROTOBUF schema: pass format='PROTOBUF'",
+        ),
+        (
+            {1: JSON_SCHEMA_TEXT},
+            "schema id 1 is not a valid AVRO schema (unknown Avro type 'object'); a Mapping of schema texts is"
+            " read as AVRO unless format= names its format; this one looks like a JSON schema: pass format='JSON'",
+        ),
+        (
+            {1: BROKEN_AVRO},
+            "schema id 1 is not a valid AVRO schema (record 'Broken' needs a 'fields' list); a Mapping of schema"
+            " texts is read as AVRO unless format= names its format",
+        ),
+        (
+            TextRegistry(PROTO_TEXT),
+            "schema id 1 is not a valid AVRO schema (schema is not valid JSON: Expecting value: line 1 column 1"
+            " (char 0)); the registry gives no schema type, so its schemas are read as AVRO unless format= names"
+            " their format; this one looks like a PROTOBUF schema: pass format='PROTOBUF'",
+        ),
+        # the registry says the type: the schema is bad, nothing to choose
+        (
+            TextRegistry(BROKEN_AVRO, "AVRO"),
+            "schema id 1 is not a valid AVRO schema (record 'Broken' needs a 'fields' list)",
+        ),
+    ],
+    ids=["proto-mapping", "json-schema-mapping", "broken-avro-mapping", "untyped-registry", "typed-registry"],
+)
+def test_an_invalid_writer_schema_says_what_is_wrong_and_what_to_do(backend, registry, expected):
+    messages = [wire.CONFLUENT.pack(1, b"\x02"), None, wire.CONFLUENT.pack(1, b"\x04")]
+    out = MessageDecoder(registry, on_error="null").decode(messages)
+    assert out.errors.column("code").to_pylist() == [ErrorCode.SCHEMA_UNRESOLVABLE] * 2
+    assert out.errors.column("message").to_pylist() == [
+        f"{expected} (message 0, byte 0)",
+        f"{expected} (message 2, byte 0)",
+    ]
+    with pytest.raises(SchemaError) as raised:
+        MessageDecoder(registry).decode(messages)
+    assert str(raised.value) == f"{expected} (message 0)" and raised.value.index == 0
+
+
+def test_an_invalid_schema_of_the_given_format_names_the_format(backend):
+    out = MessageDecoder({1: PROTO_TEXT}, format="JSON", on_error="null").decode([wire.CONFLUENT.pack(1, b"{}")])
+    assert out.errors.column("message")[0].as_py() == (
+        "schema id 1 is not a valid JSON schema (schema is not valid JSON: Expecting value: line 1 column 1"
+        " (char 0)); it is read as JSON because format='JSON' says so; this one looks like a PROTOBUF schema:"
+        " pass format='PROTOBUF' (message 0, byte 0)"
+    )
+    # and the advice works
+    assert MessageDecoder({1: PROTO_TEXT}, format="PROTOBUF").decode(
+        [wire.CONFLUENT_PROTOBUF.pack(1, b"\x0a\x01x", message_indexes=[0])]
+    ).to_pylist() == [{"city": "x"}]
+
+
 class Unreachable:
     """A registry whose transport fails: a retry later could succeed, so decoding must raise."""
 

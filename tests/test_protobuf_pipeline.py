@@ -154,10 +154,20 @@ def test_rows_of_another_message_type_are_error_rows(backend):
     assert [r["id"] if r else None for r in out.batch.to_pylist()] == [0, None, None, 3]
     assert out.errors.column("index").to_pylist() == [1]
     assert out.errors.column("code").to_pylist() == [ErrorCode.SCHEMA_OTHER_MESSAGE]
-    assert "shop.v1.Customer" in out.errors.column("message")[0].as_py()
+    # what is wrong and what to do: the same text as the error row and as the raised SchemaError
+    said = (
+        "schema id 1: message type shop.v1.Customer, the output's is shop.v1.Order;"
+        " pass message='shop.v1.Customer' to read them"
+    )
+    assert out.errors.column("message")[0].as_py() == f"{said} (message 1, byte 0)"
     with pytest.raises(SchemaError, match=r"message type shop.v1.Customer.* \(message 1\)$") as raised:
         pc.decode(messages, {1: SHOP}, format="PROTOBUF")
     assert raised.value.index == 1  # with on_error="raise" the error names the row, as the error row does
+    assert str(raised.value) == f"{said} (message 1)"
+    # the advice reads them (the Order rows are then the other type's)
+    advised = pc.decode(messages, {1: SHOP}, format="PROTOBUF", message=CUSTOMER, on_error="null")
+    assert advised.batch.to_pylist()[1] == {"name": "solo1", "tier": 7}
+    assert "pass message='shop.v1.Order' to read them" in advised.errors.column("message")[0].as_py()
 
 
 def test_the_first_message_met_is_the_output_type(backend):

@@ -16,6 +16,7 @@ object rebuilds itself on a Spark executor or in a worker process.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -24,6 +25,7 @@ import pyarrow as pa
 
 from .. import wire
 from ..formats.base import Decoded, Encoded, check_on_error
+from ..registry.config import RegistryConfig
 from .decoder import MessageDecoder
 from .encoder import MessageEncoder
 
@@ -34,7 +36,10 @@ __all__ = ["Decoded", "Encoded", "MessageDecoder", "MessageEncoder", "decode", "
 
 # decode() keeps a few decoders, so a loop of pc.decode calls on one registry parses and plans once.
 # Each entry holds its registry (and reader schema) strongly and is matched by identity: an id()
-# cannot be reused by another object while the entry lives.
+# cannot be reused by another object while the entry lives. A registry given as its configuration
+# (a URL or path string, os.PathLike, RegistryConfig) is matched by value: every call naming it
+# shares one decoder and so one client. A decoder dropped from here is not closed at once (another
+# thread may be decoding with it): the client it built closes when it is collected (RegistrySource).
 _DECODERS: OrderedDict[tuple[Any, ...], tuple[Any, Any, MessageDecoder]] = OrderedDict()
 _DECODERS_SIZE = 16
 _DECODERS_LOCK = threading.Lock()
@@ -52,6 +57,19 @@ def _reader_token(reader_schema: Any) -> Any:
     return ("id", id(reader_schema))
 
 
+def _config_token(registry: Any) -> RegistryConfig | None:
+    """The configuration a registry given as one (a URL or path string, os.PathLike,
+    RegistryConfig) names, a path made absolute now; None for a client or Mapping."""
+    if not isinstance(registry, (str, os.PathLike, RegistryConfig)):
+        return None
+    try:
+        config = RegistryConfig.of(registry)
+        hash(config)
+    except (TypeError, ValueError):  # the decoder reports it when it first builds the client
+        return None
+    return config
+
+
 def _decoder_for(
     registry: Any,
     protocol: Any,
@@ -65,8 +83,9 @@ def _decoder_for(
     proto = None if protocol is None else wire.protocol_by_name(protocol)
     token = _reader_token(reader_schema)
     by_identity = isinstance(token, tuple) and token[0] == "id"
+    config = _config_token(registry)
     key = (
-        id(registry),
+        id(registry) if config is None else config,
         None if proto is None else proto.name,
         token,
         on_error,
@@ -77,11 +96,12 @@ def _decoder_for(
     )
     with _DECODERS_LOCK:
         hit = _DECODERS.get(key)
-        if hit is not None and hit[0] is registry and (hit[1] is reader_schema or not by_identity):
+        same = hit is not None and (hit[0] is registry or (config is not None and hit[0] == config))
+        if hit is not None and same and (hit[1] is reader_schema or not by_identity):
             _DECODERS.move_to_end(key)
             return hit[2]
     decoder = MessageDecoder(
-        registry,
+        registry if config is None else config,
         protocol=proto,
         reader_schema=reader_schema,
         reader_subject=reader_subject,
@@ -91,7 +111,7 @@ def _decoder_for(
         threads=threads,
     )
     with _DECODERS_LOCK:
-        _DECODERS[key] = (registry, reader_schema, decoder)
+        _DECODERS[key] = (registry if config is None else config, reader_schema, decoder)
         while len(_DECODERS) > _DECODERS_SIZE:
             _DECODERS.popitem(last=False)
     return decoder
@@ -115,9 +135,13 @@ def decode(
     reader_subject=..., format=..., message=..., threads=...).decode(messages)`` (see
     :class:`MessageDecoder` for every parameter; ``format`` names the payload format when the
     registry cannot, e.g. ``"JSON"`` or ``"PROTOBUF"`` for a Mapping of schemas; ``protocol``
-    defaults to Confluent's prefix, with the message-index path for Protobuf). The last few decoders
-    are kept, keyed by the identity of ``registry`` and ``reader_schema``, so repeated calls
-    parse and plan once.
+    defaults to Confluent's prefix, with the message-index path for Protobuf). The last 16 decoders
+    are kept, keyed by the identity of ``registry`` (by value for a URL, path or RegistryConfig)
+    and ``reader_schema``, so repeated calls parse and plan once.
+
+    A client ``registry`` stays the caller's: it is never closed here. For a URL, path or
+    RegistryConfig the kept decoder builds its own client on first use and owns it; the client is
+    closed when that decoder leaves the cache and is garbage collected, or at interpreter exit.
 
     Returns
     -------
@@ -152,15 +176,17 @@ def encode(
     Mapping registry) unless ``auto_register=False``, which only looks its id up. ``format`` is
     the payload format (``"AVRO"``, ``"JSON"``, ``"PROTOBUF"``; by default the format of the
     subject's versions, else Avro; ``message`` the Protobuf message written). ``protocol`` defaults
-    to Confluent's prefix, with the message-index path of the written message for Protobuf. ``on_error="null"`` makes a row that cannot be encoded a null
-    message and returns :class:`Encoded` ``(messages, errors)``.
+    to Confluent's prefix, with the message-index path of the written message for Protobuf.
+    ``on_error="null"`` makes a row that cannot be encoded a null message and returns
+    :class:`Encoded` ``(messages, errors)``. A registry client given is left open; one built for
+    the call from a URL, path or RegistryConfig is closed before it returns.
 
     Returns
     -------
     pa.BinaryArray, or Encoded with ``on_error="null"``
         One framed message per row.
     """
-    encoder = MessageEncoder(
+    with MessageEncoder(
         registry,
         subject,
         protocol=protocol,
@@ -171,5 +197,5 @@ def encode(
         format=format,
         message=message,
         on_error=on_error,
-    )
-    return encoder.encode(batch)
+    ) as encoder:  # closes the registry client it built from a URL, path or RegistryConfig
+        return encoder.encode(batch)

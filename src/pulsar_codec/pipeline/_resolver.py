@@ -8,6 +8,9 @@ module knows the registry, the caches and the reader rules, the decoder the rows
 
 from __future__ import annotations
 
+import copy
+import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, NoReturn
@@ -30,7 +33,7 @@ from ..formats.base import DecodePlan, PayloadFormat
 from ..registry.lookup import RegistrySource, fetch_schema
 from ._common import ParsedSchema, latest_version, lone_subject
 
-__all__ = ["Pathed", "ReaderPlans", "Resolved", "SchemaResolver"]
+__all__ = ["BadId", "Pathed", "ReaderPlans", "Resolved", "SchemaResolver"]
 
 
 class Pathed(NamedTuple):
@@ -41,17 +44,28 @@ class Pathed(NamedTuple):
     path: tuple[int, ...] | None
 
 
+class BadId(NamedTuple):
+    """Why the rows of one schema id are error rows: the error code, the registry key, and the
+    reason the code's message template completes; or, with ``whole``, the message itself (a
+    writer schema that is itself bad, whose error names the id and says what is wrong)."""
+
+    code: ErrorCode
+    key: Any
+    reason: str
+    whole: bool = False
+
+
 @dataclass(frozen=True)
 class Resolved:
     """The plans of one batch: ``fmt`` (None when nothing defines the columns), one plan per schema
-    id, the ids whose rows are error rows: position -> (code, registry key, reason), and for the
+    id, the ids whose rows are error rows: position -> :class:`BadId`, and for the
     writers whose values the protocol's serializers may write raw: position -> the protocol bytes
     under which they do (``raw_heads``), and the positions whose payloads given without a prefix
     are raw (``written_raw``)."""
 
     fmt: PayloadFormat | None
     plans: list[DecodePlan]
-    bad: dict[int, tuple[ErrorCode, Any, str]]
+    bad: dict[int, BadId]
     raw_heads: Mapping[int, frozenset[int]] = field(default_factory=dict)
     raw_unframed: frozenset[int] = frozenset()
 
@@ -72,15 +86,15 @@ class ReaderPlans:
 
 
 def _other_type(writer: ParsedSchema, reader: ParsedSchema) -> str | None:
-    """Why rows of ``writer`` are not of the reader's message type (None when they are, or when the
-    format has one type per schema)."""
+    """Why rows of ``writer`` are not of the reader's message type, and how to read them (None when
+    they are, or when the format has one type per schema)."""
     type_name = getattr(writer.fmt, "type_name", None)
     if type_name is None:
         return None
     got, wanted = type_name(writer.model), type_name(reader.model)
     if got == wanted:
         return None
-    return f"message type {got}, the output's is {wanted}"
+    return f"message type {got}, the output's is {wanted}; pass message={got!r} to read them"
 
 
 class SchemaResolver:
@@ -141,8 +155,28 @@ class SchemaResolver:
         resolve = getattr(fmt, "resolve_references", None)
         if references and resolve is not None:  # formats whose parser needs the referenced texts
             references = resolve(self._registry.get(), references)
-        model = fmt.parse(fetched.schema, references)
+        try:
+            model = fmt.parse(fetched.schema, references)
+        except SchemaError as exc:
+            raise SchemaError(self._invalid(schema_id, fmt, fetched.schema, exc, guessed=kind is None)) from exc
         return ParsedSchema(fmt, model, fmt.schema_key(model))
+
+    def _invalid(self, schema_id: Any, fmt: PayloadFormat, schema: Any, exc: SchemaError, guessed: bool) -> str:
+        """What is wrong with the writer schema of ``schema_id``, which ``fmt`` cannot parse; and,
+        when the format was not the registry's word (``guessed``), what to do."""
+        text = f"schema id {schema_id} is not a valid {fmt.name} schema ({exc})"
+        if not guessed:
+            return text  # the registry says its schemaType: the schema is bad, not the reading
+        if self.format is not None:
+            hint = f"it is read as {fmt.name} because format={self.format!r} says so"
+        elif isinstance(self._registry.get(), Mapping):
+            hint = f"a Mapping of schema texts is read as {fmt.name} unless format= names its format"
+        else:
+            hint = f"the registry gives no schema type, so its schemas are read as {fmt.name} unless format= names their format"
+        looks = _looks_like(schema)
+        if looks is not None and looks != fmt.name:
+            hint += f"; this one looks like a {looks} schema: pass format={looks!r}"
+        return f"{text}; {hint}"
 
     def _given_reader(self, fmt: PayloadFormat) -> ParsedSchema:
         def parse() -> ParsedSchema:
@@ -186,7 +220,7 @@ class SchemaResolver:
         keys that fail, the one whose message comes first is raised (not the first in key order).
         """
         writers: list[ParsedSchema | None] = []
-        bad: dict[int, tuple[ErrorCode, Any, str]] = {}
+        bad: dict[int, BadId] = {}
         failed: dict[int, SchemaError | SchemaNotFoundError] = {}  # without tolerate: raised at the end
         for i, k in enumerate(keys):
             path = None
@@ -198,11 +232,14 @@ class SchemaResolver:
             except SchemaNotFoundError as exc:
                 failed[i] = exc
                 writers.append(None)
-                bad[i] = (ErrorCode.SCHEMA_NOT_FOUND, key, "")
+                bad[i] = BadId(ErrorCode.SCHEMA_NOT_FOUND, key, "")
             except SchemaError as exc:
-                failed[i] = exc
+                # the writer schema itself is bad (invalid, another format, no such message type):
+                # its error says so, naming the id, raised or as the error rows' text
+                text = str(exc) if f"schema id {key}" in str(exc) else f"schema id {key}: {exc}"
+                failed[i] = exc if text == str(exc) else _renamed(exc, text)
                 writers.append(None)
-                bad[i] = (ErrorCode.SCHEMA_UNRESOLVABLE, key, str(exc))
+                bad[i] = BadId(ErrorCode.SCHEMA_UNRESOLVABLE, key, text, whole=True)
         known = [w for w in writers if w is not None]
         if not tolerate and len({w.fmt.name for w in known}) > 1:
             raise SchemaError(
@@ -243,13 +280,13 @@ class SchemaResolver:
                 if other is not None:
                     failed[i] = SchemaError(f"schema id {key}: {other}")
                     out.append(plans.base)
-                    bad[i] = (ErrorCode.SCHEMA_OTHER_MESSAGE, key, other)
+                    bad[i] = BadId(ErrorCode.SCHEMA_OTHER_MESSAGE, key, other)
                     continue
                 out.append(plans.plan(w))
             except SchemaError as exc:
                 failed[i] = exc
                 out.append(plans.base)
-                bad[i] = (ErrorCode.SCHEMA_UNRESOLVABLE, key, str(exc))
+                bad[i] = BadId(ErrorCode.SCHEMA_UNRESOLVABLE, key, str(exc))
         if failed and not tolerate:
             _raise_earliest(failed, locate)
         heads: dict[int, frozenset[int]] = {}
@@ -360,6 +397,38 @@ class SchemaResolver:
         if reader is None or not callable(tell):
             return frozenset()
         return frozenset(tell(reader.model))
+
+
+_PROTO_TEXT = re.compile(r"^\s*(?:syntax|edition|package)\s*[=\w]|^\s*message\s+\w+\s*\{", re.MULTILINE)
+_JSON_SCHEMA_TYPES = frozenset({"object", "integer", "number"})  # JSON Schema types Avro has no name for
+
+
+def _looks_like(schema: Any) -> str | None:
+    """The format a writer schema text that failed to parse looks written in: ``"PROTOBUF"`` for
+    ``.proto`` text, ``"JSON"`` for a JSON Schema; None when it is not clear."""
+    if isinstance(schema, (bytes, bytearray, memoryview)):
+        schema = bytes(schema).decode("utf-8", "replace")
+    if not isinstance(schema, str):
+        return None
+    if _PROTO_TEXT.search(schema):
+        return "PROTOBUF"
+    try:
+        decoded = json.loads(schema)
+    except ValueError:
+        return None
+    if isinstance(decoded, dict) and (
+        "$schema" in decoded or "properties" in decoded or decoded.get("type") in _JSON_SCHEMA_TYPES
+    ):
+        return "JSON"
+    return None
+
+
+def _renamed(exc: SchemaError, text: str) -> SchemaError:
+    """``exc`` with the message ``text``: the same class and attributes."""
+    renamed = copy.copy(exc)
+    renamed.args = (text, *exc.args[1:])
+    renamed.__cause__ = exc.__cause__
+    return renamed
 
 
 def _located(

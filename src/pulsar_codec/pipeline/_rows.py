@@ -55,10 +55,14 @@ def _drop_bad_rows(
     if not len(rows):
         return valid
     for row in rows.tolist():
-        code, key, reason = resolved.bad[int(plan_ids[row])]
+        code, key, reason, whole = resolved.bad[int(plan_ids[row])]
         detail = key if isinstance(key, int) else 0
         index = first_row + row
-        errors.append((code, index, 0, detail, str(error_for(code, index, 0, detail, schema_id=key, reason=reason))))
+        if whole:  # the reason is the message (see BadId)
+            text = f"{reason} (message {index}, byte 0)"
+        else:
+            text = str(error_for(code, index, 0, detail, schema_id=key, reason=reason))
+        errors.append((code, index, 0, detail, text))
     out = np.ones(len(plan_ids), dtype=bool) if valid is None else valid.copy()
     out[rows] = False
     return out

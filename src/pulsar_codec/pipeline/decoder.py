@@ -13,7 +13,8 @@ import os
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 import numpy as np
 import pyarrow as pa
@@ -130,6 +131,14 @@ class MessageDecoder:
     -----
     Thread-safe. Pickling keeps the configuration only (a client becomes its
     :class:`~pulsar_codec.registry.RegistryConfig`, a Mapping travels as it is), never the caches.
+
+    Who owns the registry client: a client (or Mapping) passed in stays the caller's, and the
+    decoder never closes it. A client the decoder builds itself from a URL, file path or
+    RegistryConfig (on first use; also on a Spark executor, from the configuration an unpickled
+    decoder carries) is the decoder's: :meth:`close`, or leaving a ``with MessageDecoder(...) as
+    decoder:`` block, closes it (and the decoder's threads); a decoder dropped unclosed closes it
+    when it is garbage collected, or at interpreter exit. :func:`pulsar_codec.decode` keeps its
+    last 16 decoders; one it drops closes its client that way once no call is still using it.
     """
 
     def __init__(
@@ -169,7 +178,7 @@ class MessageDecoder:
             raise ValueError(f"threads must be >= 0 (0: one per core), got {threads}")
         self.threads = int(threads) or (os.cpu_count() or 1)
         self._pool: ThreadPoolExecutor | None = None  # made on the first batch worth splitting
-        self._registry = RegistrySource(registry, create=False)
+        self._registry = RegistrySource(registry, create=False, owner=self)
         self._resolver = SchemaResolver(
             self._registry,
             format=self.format,
@@ -185,6 +194,25 @@ class MessageDecoder:
     def registry(self) -> Any:
         """The registry as given (a client, Mapping, RegistryConfig or string)."""
         return self._registry.given
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the registry client this decoder built (from a URL, path or RegistryConfig) and
+        stop its threads; a client or Mapping passed in is left open (it is the caller's). Call it
+        when no decode is running; a later decode builds a new client."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+        self._registry.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
 
     # -- schemas and plans -------------------------------------------------------------------
 
@@ -485,6 +513,16 @@ class MessageDecoder:
         Returns
         -------
         pa.RecordBatch, or Decoded with ``on_error="null"`` (offsets are inside the payload)
+
+        Raises
+        ------
+        DecodeError, SchemaNotFoundError, SchemaError
+            With ``on_error="raise"``, as :meth:`decode` does: the error of the first bad row. A
+            non-null payload whose id is None (or PIP-420 bytes holding no id) is bad data, as an
+            id the registry does not know: SchemaNotFoundError naming the row in ``.index``
+            (with ``on_error="null"``, an error row of code ``SCHEMA_NOT_FOUND``).
+        ValueError
+            ``schema_ids`` holds another number of ids than there are payloads.
         """
         keep_going = self._keep_going
         schema_ids = _metadata_ids(schema_ids)
@@ -605,9 +643,7 @@ class MessageDecoder:
             index[~valid] = 0
         else:
             missing = [i for i, (k, v) in enumerate(zip(ids, valid)) if v and k is None]
-            if missing and not self._keep_going:
-                raise ValueError(f"schema_ids has no id for payload {missing[0]}")
-            for i in missing:  # on_error="null": an error row, as for an id the registry does not know
+            for i in missing:  # an error row, as for an id the registry does not know
                 dropped = True
                 valid[i] = False
                 text = f"payload {i} has no schema id (message {i}, byte 0)"
@@ -617,6 +653,10 @@ class MessageDecoder:
             resolved, pending = self._resolve_raising_later(
                 keys, None, lambda j: next(i for i, k in enumerate(ids) if valid[i] and k == keys[j])
             )
+            if missing and not self._keep_going and (pending is None or missing[0] < (pending.index or 0)):
+                # on_error="raise": the error of that row, unless an earlier row's body is bad (_run)
+                pending = SchemaNotFoundError(f"payload {missing[0]} has no schema id (message {missing[0]})")
+                pending.index = missing[0]
             index = np.array([order[k] if v else 0 for k, v in zip(ids, valid)], dtype=np.int32)
         many = len(resolved.plans) > 1
         segments = []

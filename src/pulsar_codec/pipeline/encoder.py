@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Mapping
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 import numpy as np
 import pyarrow as pa
@@ -82,6 +83,13 @@ class MessageEncoder:
     -----
     Thread-safe; ids and compiled encoders are cached per instance. Pickling keeps the
     configuration only, as for :class:`MessageDecoder`.
+
+    Who owns the registry client: a client (or Mapping) passed in stays the caller's, and the
+    encoder never closes it. A client the encoder builds itself from a URL, file path or
+    RegistryConfig (also after unpickling) is the encoder's: :meth:`close`, or leaving a
+    ``with MessageEncoder(...) as encoder:`` block, closes it; an encoder dropped unclosed closes it
+    when it is garbage collected, or at interpreter exit. :func:`pulsar_codec.encode` closes the
+    encoder it makes for the call.
     """
 
     def __init__(
@@ -106,7 +114,7 @@ class MessageEncoder:
         if use_latest and subject is None:
             raise ValueError("use_latest=True needs a subject")
         self.subject = subject
-        self._registry = RegistrySource(registry)
+        self._registry = RegistrySource(registry, owner=self)
         if format is None:
             format = self._format_of(schema, schema_id, subject)
         self.format = get_format(format).name
@@ -133,6 +141,20 @@ class MessageEncoder:
     def registry(self) -> Any:
         """The registry as given."""
         return self._registry.given
+
+    def close(self) -> None:
+        """Close the registry client this encoder built (from a URL, path or RegistryConfig); a
+        client or Mapping passed in is left open (it is the caller's). A later encode builds a
+        new client."""
+        self._registry.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
 
     def _format_of(self, schema: Any, schema_id: Any, subject: str | None) -> str | None:
         """The format an encoder given no ``format`` writes: a parsed ``schema``'s; else the

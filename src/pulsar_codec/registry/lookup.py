@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import uuid
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -134,6 +135,11 @@ class RegistrySource:
     """The registry something reads: the object given (a client or Mapping), or a client built
     on first use from a :class:`RegistryConfig`, an ``http(s)://`` URL or a file path.
 
+    Ownership: a client built here belongs to this source (:attr:`owns` is then True) and
+    :meth:`close` closes it; with an ``owner``, so does the owner's garbage collection (or the
+    interpreter's exit) when nobody closed it. A client or Mapping given is the caller's: it is
+    never closed here.
+
     Parameters
     ----------
     registry : Any
@@ -142,18 +148,52 @@ class RegistrySource:
         Whether a registry file path that does not exist is created (an encoder registers into it)
         or refused with :class:`~pulsar_codec.errors.RegistryError` (a decoder only reads: a typo
         in the path must not look like an empty registry).
+    owner : object, optional
+        The object this source serves (a decoder, an encoder), held weakly: when it is collected,
+        the client built for it is closed. Without one, only :meth:`close` closes it (a caller
+        that takes the client with :meth:`get` and lets the source go keeps it open).
     """
 
-    def __init__(self, registry: Any, create: bool = True) -> None:
+    def __init__(self, registry: Any, create: bool = True, owner: object | None = None) -> None:
         self.given = registry
         self.create = create
-        self._client: Any = None if isinstance(registry, (RegistryConfig, str, os.PathLike)) else registry
+        self.owns = isinstance(registry, (RegistryConfig, str, os.PathLike))
+        self._client: Any = None if self.owns else registry
+        self._owner = None if owner is None else weakref.ref(owner)
+        # closes the client built here when the owner is collected, at most once
+        self._closer: weakref.finalize[[Any], object] | None = None
         self._lock = threading.Lock()
 
     def get(self) -> Any:
-        """The client (built once, thread-safely) or the Mapping."""
+        """The client (built once, thread-safely, and again after :meth:`close`) or the Mapping."""
         if self._client is None and self.given is not None:
             with self._lock:
                 if self._client is None:
-                    self._client = RegistryConfig.of(self.given).build(create=self.create)
+                    client = RegistryConfig.of(self.given).build(create=self.create)
+                    owner = None if self._owner is None else self._owner()
+                    if owner is not None:
+                        # the owner dropped unclosed (a decoder leaving pc.decode's cache) or still
+                        # alive at exit closes the client: no socket is left to the collector
+                        self._closer = weakref.finalize(owner, _close_quietly, client)
+                    self._client = client
         return self._client
+
+    def close(self) -> None:
+        """Close the client built here, if any (a given client or Mapping is left alone). The
+        source stays usable: a later :meth:`get` builds a new client."""
+        if not self.owns:
+            return
+        with self._lock:
+            client, closer, self._client, self._closer = self._client, self._closer, None, None
+        if closer is not None:
+            closer()  # closes the client, once; the owner's collection then does nothing
+        elif client is not None:
+            client.close()
+
+
+def _close_quietly(client: Any) -> None:
+    """Close a registry client this package built (a finalizer: never raises)."""
+    try:
+        client.close()
+    except Exception:  # noqa: BLE001 - during collection or exit nothing useful can be done
+        pass
