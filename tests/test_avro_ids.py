@@ -105,6 +105,30 @@ def test_hortonworks_protocol_1_ids_are_tuples(backend):
     assert pc.decode(only3, {5: V1}, protocol=wire.HORTONWORKS).column("id").to_pylist() == [0, 1]
 
 
+def test_hortonworks_protocol_1_ids_with_an_integer_id_registry(backend, tmp_path):
+    """This package's registries know integer ids (and GUIDs) only: a protocol-1 message is an
+    error row saying so (a TypeError inside the client before), the others of the batch decode."""
+    import json
+
+    from pulsar_codec.registry import LocalRegistry
+
+    with LocalRegistry(tmp_path / "r.db") as registry:
+        schema_id = registry.register("users-value", json.dumps(V1))
+        msgs = [
+            hortonworks_v1(10, 1, body(V1, {"id": 1, "name": "a"})),
+            wire.HORTONWORKS.pack(schema_id, body(V1, {"id": 2, "name": "b"})),
+        ]
+        batch, errors = pc.decode(msgs, registry, protocol=wire.HORTONWORKS, on_error="null")
+        assert batch.column("id").to_pylist() == [None, 2]
+        assert errors.column("code").to_pylist() == [ErrorCode.SCHEMA_NOT_FOUND]
+        text = errors.column("message")[0].as_py()
+        assert text.startswith("schema id (10, 1) is not in the registry: a Hortonworks protocol-1 id")
+        assert "Mapping keyed by (metadata_id, version)" in text
+        with pytest.raises(SchemaNotFoundError, match="protocol-1") as raised:
+            pc.decode(msgs, registry, protocol=wire.HORTONWORKS)
+        assert raised.value.index == 0
+
+
 @pytest.mark.parametrize("protocol", [wire.CONFLUENT, wire.APICURIO, wire.APICURIO_V3, wire.CONFLUENT_GUID])
 @pytest.mark.parametrize("arrow_type", [pa.binary(), pa.large_binary()])
 def test_single_id_fast_path_matches_general_path(backend, protocol, arrow_type):

@@ -232,7 +232,10 @@ class SchemaResolver:
             except SchemaNotFoundError as exc:
                 failed[i] = exc
                 writers.append(None)
-                bad[i] = BadId(ErrorCode.SCHEMA_NOT_FOUND, key, "")
+                # a lookup that says more than "not in the registry" keeps its words in the rows
+                plain = f"schema id {key} is not in the registry"
+                said = str(exc).startswith(plain) and str(exc) != plain
+                bad[i] = BadId(ErrorCode.SCHEMA_NOT_FOUND, key, str(exc) if said else "", whole=said)
             except SchemaError as exc:
                 # the writer schema itself is bad (invalid, another format, no such message type):
                 # its error says so, naming the id, raised or as the error rows' text

@@ -90,6 +90,14 @@ def _asked(registry: Any, schema_id: Any) -> Any:
     """The schema a registry client gives for ``schema_id``; a client's own "not found" (confluent-
     kafka's ``SchemaRegistryError``, HTTP 404) as :class:`SchemaNotFoundError`, which the decoders
     turn into error rows, as they do for this package's clients."""
+    if isinstance(schema_id, tuple) and _integer_ids_only(registry):
+        # Hortonworks protocol 1 names (metadata id, version): a Confluent-style registry has no
+        # such key, so its messages are "not found" (error rows), not a crash inside the client
+        raise SchemaNotFoundError(
+            f"schema id {schema_id} is not in the registry: a Hortonworks protocol-1 id (metadata id,"
+            f" version), which {type(registry).__name__} cannot look up (it knows integer ids and GUIDs);"
+            " read protocol-1 messages with a Mapping keyed by (metadata_id, version)"
+        )
     if isinstance(schema_id, uuid.UUID) and callable(getattr(registry, "get_schema_by_guid", None)):
         # this package's registries and confluent-kafka's client: GET /schemas/guids/{guid}
         ask, key = registry.get_schema_by_guid, str(schema_id)
@@ -105,6 +113,14 @@ def _asked(registry: Any, schema_id: Any) -> Any:
         if getattr(exc, "http_status_code", None) == 404:
             raise SchemaNotFoundError(f"schema id {schema_id} is not in the registry ({exc})") from exc
         raise
+
+
+def _integer_ids_only(registry: Any) -> bool:
+    """True for the registry clients known to look schemas up by integer id (or GUID) only: this
+    package's and confluent-kafka's. Another client is asked whatever key the prefix gives."""
+    from .base import Registry
+
+    return isinstance(registry, Registry) or type(registry).__module__.startswith("confluent_kafka")
 
 
 def portable(registry: Any, owner: str = "object") -> Any:
