@@ -193,6 +193,146 @@ def test_confluent_differences(writer, reader, compatible, expected):
     assert {i.kind for i in result.incompatibilities} == bad
 
 
+# Confluent's protobuf-provider reference cases (diff-schema-examples.json) on oneof membership, restated
+# with smaller messages: (case description, writer, reader, compatible, sorted "RULE location" list)
+ONEOF_REFERENCE = [
+    (
+        "incompatible field type change when enclosing oneof is renamed",
+        proto3("message M { oneof a { float f = 1; int32 g = 2; } }"),
+        proto3("message M { oneof b { float f = 1; string g = 2; } }"),
+        False,
+        ["FIELD_SCALAR_KIND_CHANGED #/M/b/2", "ONEOF_ADDED #/M/b", "ONEOF_REMOVED #/M/a"],
+    ),
+    (
+        "incompatible field type change when field is moved out of a removed oneof",
+        proto3("message M { oneof a { float f = 1; int32 g = 2; } }"),
+        proto3("message M { float f = 1; sint64 g = 2; }"),
+        False,
+        [
+            "FIELD_SCALAR_KIND_CHANGED #/M/2",
+            "ONEOF_FIELD_MOVED_TO_TOP_LEVEL #/M/1",
+            "ONEOF_FIELD_MOVED_TO_TOP_LEVEL #/M/2",
+            "ONEOF_REMOVED #/M/a",
+        ],
+    ),
+    (
+        "incompatible field move between two differently-named oneofs",
+        proto3("message M { oneof a { int32 x = 1; int32 y = 2; } oneof b { int32 z = 3; } }"),
+        proto3("message M { oneof a { int32 x = 1; } oneof b { int32 z = 3; int32 y = 2; } }"),
+        False,
+        ["FIELD_MOVED_TO_EXISTING_ONEOF #/M/b"],
+    ),
+    (
+        "incompatible move of a field from a deleted oneof into an existing oneof",
+        proto3("message M { oneof a { int32 x = 1; } oneof b { int32 z = 3; } }"),
+        proto3("message M { oneof b { int32 z = 3; int32 x = 1; } }"),
+        False,
+        ["FIELD_MOVED_TO_EXISTING_ONEOF #/M/b", "ONEOF_REMOVED #/M/a"],
+    ),
+    (
+        "incompatible merge of two oneofs into a new oneof",
+        proto3("message M { oneof a { int32 x = 1; } oneof b { int32 y = 2; } }"),
+        proto3("message M { oneof c { int32 x = 1; int32 y = 2; } }"),
+        False,
+        ["FIELD_MOVED_TO_EXISTING_ONEOF #/M/c", "ONEOF_ADDED #/M/c", "ONEOF_REMOVED #/M/a", "ONEOF_REMOVED #/M/b"],
+    ),
+    (
+        "compatible move of a single field into a new singleton oneof from a surviving oneof",
+        proto3("message M { oneof a { int32 x = 1; int32 y = 2; } }"),
+        proto3("message M { oneof a { int32 y = 2; } oneof b { int32 x = 1; } }"),
+        True,
+        ["ONEOF_ADDED #/M/b"],
+    ),
+    (
+        "incompatible drop of a oneof member while renaming the oneof",
+        proto3("message M { oneof g { int32 x = 1; int32 y = 2; } }"),
+        proto3("message M { oneof h { int32 x = 1; } }"),
+        False,
+        ["ONEOF_ADDED #/M/h", "ONEOF_FIELD_REMOVED #/M/g/2", "ONEOF_REMOVED #/M/g"],
+    ),
+    (
+        "incompatible type change when field moved out of a oneof to top level",
+        proto3("message M { oneof o { int32 x = 1; int32 y = 2; } }"),
+        proto3("message M { oneof o { int32 x = 1; } string y = 2; }"),
+        False,
+        ["FIELD_SCALAR_KIND_CHANGED #/M/2", "ONEOF_FIELD_MOVED_TO_TOP_LEVEL #/M/2"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "writer", "reader", "compatible", "expected"), ONEOF_REFERENCE, ids=[c[0] for c in ONEOF_REFERENCE]
+)
+def test_confluent_oneof_reference_cases(case, writer, reader, compatible, expected):
+    assert sorted(rules(writer, reader)) == expected
+    assert bool(compat.check_strategy(reader, [writer], "BACKWARD", schema_type="PROTOBUF")) is compatible
+    # the same pair seen from the other side is a FORWARD check of the writer as the new schema
+    assert bool(compat.check_strategy(writer, [reader], "FORWARD", schema_type="PROTOBUF")) is compatible
+
+
+# (writer, reader, the rule, what its reason must say about the two sides)
+REASON_DETAILS = [
+    (
+        ORDER,
+        proto3("message Order { sint64 id = 1; string note = 2; }"),
+        "FIELD_SCALAR_KIND_CHANGED",
+        "(writer int64, reader sint64)",
+    ),
+    (
+        ORDER,
+        proto3("message Order { Money id = 1; string note = 2; } message Money {}"),
+        "FIELD_KIND_CHANGED",
+        "(writer int64, reader message shop.Money)",
+    ),
+    (
+        proto3("message A { map<string, int32> m = 1; }"),
+        proto3("message A { map<string, bytes> m = 1; }"),
+        "FIELD_SCALAR_KIND_CHANGED",
+        "(map value: writer int32, reader bytes)",
+    ),
+    (
+        proto3("message A { B b = 1; } message B {} message C {}"),
+        proto3("message A { C b = 1; } message B {} message C {}"),
+        "FIELD_NAMED_TYPE_CHANGED",
+        "(writer message shop.B, reader message shop.C)",
+    ),
+    (
+        proto2("message A { optional int32 x = 1; }"),
+        proto2("message A { repeated int32 x = 1; }"),
+        "FIELD_NUMERIC_LABEL_CHANGED",
+        "(writer optional, reader repeated)",
+    ),
+    (
+        ORDER,
+        proto3("message Order { int64 id = 1; string note = 2; }", package="other"),
+        "PACKAGE_CHANGED",
+        "(writer package shop, reader package other)",
+    ),
+    (
+        ORDER,
+        'syntax = "proto3";\nmessage Order { int64 id = 1; string note = 2; }\n',
+        "PACKAGE_CHANGED",
+        "(writer package shop, reader no package)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("writer", "reader", "rule", "detail"), REASON_DETAILS, ids=[c[2] for c in REASON_DETAILS])
+def test_reasons_name_both_sides(writer, reader, rule, detail):
+    result = compat.check(reader, writer, "PROTOBUF")
+    (reason,) = [r for r in result.reasons if r.startswith(rule)]
+    assert detail in reason
+
+
+def test_reason_names_an_imported_message_that_changed():
+    result = compat.check(
+        parse(PRICE, {"common/money.proto": MONEY_V2}), parse(PRICE, {"common/money.proto": MONEY_V1}), "PROTOBUF"
+    )
+    assert [i.kind for i in result.incompatibilities] == ["FIELD_SCALAR_KIND_CHANGED", "FIELD_NAMED_TYPE_CHANGED"]
+    assert "(writer int64, reader string)" in result.reasons[0]
+    assert "(message common.Money, changed incompatibly)" in result.reasons[1]
+
+
 def test_reasons_name_the_rule_and_the_field():
     result = compat.check(proto3("message Order { sint64 id = 1; }"), ORDER, "PROTOBUF")
     (reason,) = result.reasons

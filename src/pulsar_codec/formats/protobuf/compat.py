@@ -80,9 +80,7 @@ _WORDS = {
     "PACKAGE_CHANGED": "the reader's package differs from the writer's",
     "MESSAGE_REMOVED": "the reader lacks a message the writer has",
     "FIELD_KIND_CHANGED": "the field changed between scalar, message and map",
-    "FIELD_SCALAR_KIND_CHANGED": "the field's scalar type reads the writer's bytes differently "
-    "(wire groups: int32/int64/uint32/uint64/bool/enum, sint32/sint64, fixed32/sfixed32, fixed64/sfixed64, "
-    "float, double, string/bytes)",
+    "FIELD_SCALAR_KIND_CHANGED": "the field's scalar type reads the writer's bytes differently",
     "FIELD_NAMED_TYPE_CHANGED": "the field's message type is another message, or an incompatible one",
     "FIELD_NUMERIC_LABEL_CHANGED": "a numeric field changed between repeated and singular",
     "REQUIRED_FIELD_ADDED": "the reader requires a field the writer does not write",
@@ -91,6 +89,11 @@ _WORDS = {
     "MULTIPLE_FIELDS_MOVED_TO_ONEOF": "several fields the writer sets independently are members of one oneof "
     "in the reader",
     "FIELD_MOVED_TO_EXISTING_ONEOF": "a field the writer sets independently joined an existing oneof in the reader",
+}
+
+_NOTES = {
+    "FIELD_SCALAR_KIND_CHANGED": "a scalar may only change within its wire group: int32/int64/uint32/uint64/bool/enum, "
+    "sint32/sint64, fixed32/sfixed32, fixed64/sfixed64, float, double, string/bytes",
 }
 
 _F = descriptor_pb2.FieldDescriptorProto
@@ -118,11 +121,15 @@ class Difference:
         Confluent's path, ``#/Order/3``.
     path : str
         The same in words: ``Order.amount(3)``.
+    detail : str
+        What changed, where a rule compares two things: ``writer int64, reader string``,
+        ``writer package shop, reader package other``; empty otherwise.
     """
 
     rule: str
     location: str
     path: str
+    detail: str = ""
 
 
 @dataclass
@@ -200,14 +207,15 @@ class _Differ:
         self.path = path
         self.found: list[Difference] = []
 
-    def add(self, rule: str, *steps: tuple[str, str]) -> None:
+    def add(self, rule: str, *steps: tuple[str, str], detail: str = "") -> None:
         where = [*self.path, *steps]
-        self.found.append(Difference(rule, "#/" + "/".join(s[0] for s in where), ".".join(s[1] for s in where)))
+        location, path = "#/" + "/".join(s[0] for s in where), ".".join(s[1] for s in where)
+        self.found.append(Difference(rule, location, path, detail))
 
     def files(self) -> None:
         o, u = self.original.root, self.update.root
         if o.package != u.package:
-            self.add("PACKAGE_CHANGED")
+            self.add("PACKAGE_CHANGED", detail=f"writer {_package(o.package)}, reader {_package(u.package)}")
         self.types(o.message_type, o.enum_type, u.message_type, u.enum_type, o.package, u.package)
 
     def types(self, o_msgs: Any, o_enums: Any, u_msgs: Any, u_enums: Any, o_scope: str, u_scope: str) -> None:
@@ -313,31 +321,38 @@ class _Differ:
                 self.shapes(o_label, u_label, self.original.shape(of), self.update.shape(uf))
                 del self.path[-len(steps) :]
 
-    def shapes(self, o_label: str | None, u_label: str | None, o: tuple[Any, ...], u: tuple[Any, ...]) -> None:
+    def shapes(
+        self, o_label: str | None, u_label: str | None, o: tuple[Any, ...], u: tuple[Any, ...], part: str = ""
+    ) -> None:
+        detail = f"{part}writer {_spell(o)}, reader {_spell(u)}"
         if o[0] != u[0]:
-            self.add("FIELD_KIND_CHANGED")
+            self.add("FIELD_KIND_CHANGED", detail=detail)
         elif o[0] == "scalar":
             o_group, u_group = _SCALAR_GROUPS[o[1]], _SCALAR_GROUPS[u[1]]
             if o_group != u_group:
-                self.add("FIELD_SCALAR_KIND_CHANGED")
+                self.add("FIELD_SCALAR_KIND_CHANGED", detail=detail)
             elif o_label is not None and u_label is not None and o_label != u_label:
                 numeric = o_group != "STRING_OR_BYTES"
-                self.add("FIELD_NUMERIC_LABEL_CHANGED" if numeric else "FIELD_STRING_OR_BYTES_LABEL_CHANGED")
+                self.add(
+                    "FIELD_NUMERIC_LABEL_CHANGED" if numeric else "FIELD_STRING_OR_BYTES_LABEL_CHANGED",
+                    detail=f"writer {o_label.lower()}, reader {u_label.lower()}",
+                )
         elif o[0] == "map":
-            self.shapes(None, None, o[1], u[1])
-            self.shapes(None, None, o[2], u[2])
+            self.shapes(None, None, o[1], u[1], "map key: ")
+            self.shapes(None, None, o[2], u[2], "map value: ")
         else:
-            self.named(o[1], u[1])
+            self.named(o[1], u[1], part)
 
-    def named(self, o_full: str, u_full: str) -> None:
+    def named(self, o_full: str, u_full: str, part: str = "") -> None:
+        renamed = f"{part}writer message {o_full}, reader message {u_full}"
         o_found, u_found = self.original.types.get(o_full), self.update.types.get(u_full)
         if o_found is None or u_found is None:
             if o_full != u_full:
-                self.add("FIELD_NAMED_TYPE_CHANGED")
+                self.add("FIELD_NAMED_TYPE_CHANGED", detail=renamed)
             return
         o_local, u_local = _local(o_full, o_found[1]), _local(u_full, u_found[1])
         if o_local != u_local:
-            self.add("FIELD_NAMED_TYPE_CHANGED")
+            self.add("FIELD_NAMED_TYPE_CHANGED", detail=renamed)
             return
         if self.original.in_root(o_full) and self.update.in_root(u_full):
             return  # compared where it is defined
@@ -345,7 +360,21 @@ class _Differ:
         sub.message(o_found[0], u_found[0], o_full, u_full)
         self.found.extend(sub.found)
         if any(d.rule not in COMPATIBLE_CHANGES for d in sub.found):
-            self.add("FIELD_NAMED_TYPE_CHANGED")
+            changed = f"message {o_full}" if o_full == u_full else f"writer message {o_full}, reader message {u_full}"
+            self.add("FIELD_NAMED_TYPE_CHANGED", detail=f"{part}{changed}, changed incompatibly")
+
+
+def _spell(shape: tuple[Any, ...]) -> str:
+    """A field shape as a ``.proto`` text would write it: ``int64``, ``enum``, ``map<string, int32>``."""
+    if shape[0] == "scalar":
+        return "enum" if shape[1] == _F.TYPE_ENUM else _F.Type.Name(shape[1])[len("TYPE_") :].lower()
+    if shape[0] == "map":
+        return f"map<{_spell(shape[1])}, {_spell(shape[2])}>"
+    return f"message {shape[1]}"
+
+
+def _package(name: str) -> str:
+    return f"package {name}" if name else "no package"
 
 
 def _join(scope: str, name: str) -> str:
@@ -399,7 +428,11 @@ def check(reader: Any, writer: Any) -> CompatibilityResult:
     bad: list[Incompatibility] = []
     for diff in differences(writer, reader):
         if diff.rule not in COMPATIBLE_CHANGES:
-            item = Incompatibility(diff.rule, diff.location, diff.path, _WORDS.get(diff.rule, diff.rule.lower()))
+            words = _WORDS.get(diff.rule, diff.rule.lower())
+            message = f"{words} ({diff.detail})" if diff.detail else words
+            if diff.rule in _NOTES:
+                message = f"{message}; {_NOTES[diff.rule]}"
+            item = Incompatibility(diff.rule, diff.location, diff.path, message)
             if item not in bad:
                 bad.append(item)
     return CompatibilityResult(False, tuple(bad)) if bad else COMPATIBLE
