@@ -79,9 +79,24 @@ def split_keyvalue(
     Returns
     -------
     pyspark.sql.DataFrame
-    """
-    from pyspark.sql.types import BinaryType, StructField, StructType
 
+    Raises
+    ------
+    ValueError
+        ``convention`` is not ``"java"`` or ``"cpp"``, or ``column`` is not a binary (or string)
+        column of ``df``: refused here, on the driver, not when an action runs the tasks.
+    """
+    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
+    if convention not in (keyvalue.JAVA, keyvalue.CPP):
+        raise ValueError(f"convention must be {keyvalue.JAVA!r} or {keyvalue.CPP!r}, got {convention!r}")
+    if column not in df.columns:
+        raise ValueError(f"no column {column!r} of INLINE KeyValue payloads: the DataFrame has {df.columns}")
+    payload_type = df.schema[column].dataType
+    if not isinstance(payload_type, (BinaryType, StringType)):
+        raise ValueError(
+            f"column {column!r} holds {payload_type.simpleString()}; INLINE KeyValue payloads are a binary column"
+        )
     drop = (key_column, value_column, error_column)
     keep = [f for f in df.schema.fields if f.name not in drop]
     schema = StructType(

@@ -28,6 +28,8 @@ KeyValue topics: ``keyvalue`` (``INLINE`` or ``SEPARATED``, as the source reads 
 ``format`` and ``message`` do the value (``use_latest``, ``auto_register`` and ``protocol`` apply
 to both); ``key_encoding`` (SEPARATED: ``base64``, the default, as Java writes the partition key,
 or ``raw``, the key's UTF-8 text as the C++ client writes it). ``key_column`` is refused with ``keyvalue``.
+A ``key_format`` naming a Pulsar primitive (``STRING``, ``INT64``, ...) writes the key in Pulsar's
+own encoding of that type, with no registry schema and no prefix, as the source reads it back.
 
 What is encoded
 ---------------
@@ -72,7 +74,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from ... import keyvalue, wire
+from ... import keyvalue, primitives, wire
 from ..._kernels import _backend
 from ...errors import EncodeError, PulsarCodecError
 from ...formats import get_format
@@ -95,6 +97,7 @@ from .pulsar_options import (
     registry_config,
     required,
 )
+from .pulsar_rows import PrimitiveKey
 
 __all__ = [
     "PartEncoder",
@@ -139,6 +142,24 @@ class PartEncoder:
 
     encoder: MessageEncoder | None
     cache_key: tuple[Any, ...] = ()
+    primitive: str | None = None  # a KeyValue key of a Pulsar primitive type (key_format=STRING, ...)
+    on_error: str = "raise"
+
+    @classmethod
+    def primitive_key(cls, schema_type: str, spark_type: Any, options: Mapping[str, str], on_error: str) -> PartEncoder:
+        """A KeyValue key written in Pulsar's own encoding of a primitive type (``key_format=STRING``,
+        ``INT64``, ...), as PIP-420 lets a key be and the source reads it: no registry, no id, no
+        prefix. The column's type is checked here, on the driver."""
+        for option in ("key_subject", "key_schema", "key_message"):
+            if options.get(option):
+                raise ValueError(
+                    f"option {option!r} does not apply to a key_format={schema_type} key (no registry schema)"
+                )
+        body, is_struct = _body_schema(spark_type)
+        if is_struct:
+            raise ValueError(f"key_format={schema_type} writes a key column of one value, not a struct")
+        primitives.encode_array(schema_type, body.empty_table().column(0))  # EncodeError: a type it cannot take
+        return cls(None, ("primitive", schema_type, on_error), primitive=schema_type, on_error=on_error)
 
     @classmethod
     def settle(
@@ -215,6 +236,8 @@ class PartEncoder:
     ) -> tuple[pa.Array, list[tuple[int, str]]]:
         """The framed messages of a column (``encoder`` from :meth:`local`; a null row stays null),
         and the rows an ``on_error="null"`` encoder could not encode, with the error's text."""
+        if self.primitive is not None:
+            return _primitive_keys(self.primitive, column, self.on_error)
         if encoder is None:
             return column, []
         job = EncodeJob(encoder, self.cache_key, "value", "value", backend)
@@ -225,6 +248,25 @@ class PartEncoder:
             if errors.null_count < len(errors):
                 failed = [(i, text) for i, text in enumerate(errors.to_pylist()) if text is not None]
         return out.column("value"), failed
+
+
+def _primitive_keys(schema_type: str, column: pa.Array, on_error: str) -> tuple[pa.Array, list[tuple[int, str]]]:
+    """Keys in Pulsar's encoding of ``schema_type`` (null stays null); with ``on_error="null"`` a key
+    out of the type's range is a null beside its row and error text, as :meth:`PartEncoder.framed` gives them."""
+    try:
+        return primitives.encode_array(schema_type, column), []
+    except EncodeError:
+        if on_error == "raise":
+            raise
+    keys: list[bytes | None] = []
+    failed: list[tuple[int, str]] = []
+    for i, key in enumerate(column.to_pylist()):
+        try:
+            keys.append(None if key is None else primitives.encode(schema_type, key))
+        except EncodeError as exc:
+            keys.append(None)
+            failed.append((i, str(exc)))
+    return pa.array(keys, pa.binary()), failed
 
 
 def _keyvalue_options(options: Mapping[str, str], names: list[str]) -> tuple[str | None, str]:
@@ -369,6 +411,9 @@ class SinkPlan:
             raise ValueError(f"dead_letter_topic must be another topic than the one written ({topic})")
         on_error = "raise" if dead_letter_topic is None else "null"
         encoders = {part: PartEncoder(None) for part, t in parts.items() if isinstance(t, BinaryType)}
+        primitive_key = PrimitiveKey.named(options.get("key_format")) if kv is not None else None
+        if primitive_key is not None and "key" not in encoders:
+            encoders["key"] = PartEncoder.primitive_key(primitive_key.schema_type, parts["key"], options, on_error)
         if len(encoders) < len(parts):
             config = registry_config(options)
             if config is None:
