@@ -131,3 +131,48 @@ def test_primitive_key_round_trip(spark, pulsar_broker, tmp_path, encoding):
         raw = pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
         got_keys, _ = keyvalue_columns(raw, encoding)
         assert sorted(got_keys.to_pylist(), key=repr) == sorted(packed, key=repr)  # no registry prefix
+
+
+# -- format("pulsar"): INLINE lengths of -1 as the C++ client writes them ---------------------------------
+
+
+def test_inline_convention_option_is_checked():
+    from pulsar_codec.integrations.spark.pulsar_source import SourcePlan
+
+    base = {**BASE, "decode": "false"}
+    plan = SourcePlan.from_options({**base, "keyvalue": "inline", "inline_convention": "CPP"})
+    assert plan.inline_convention == "cpp"
+    assert SourcePlan.from_options({**base, "keyvalue": "INLINE"}).inline_convention == "java"
+    with pytest.raises(ValueError, match="'inline_convention' must be 'java' or 'cpp', got 'c'"):
+        SourcePlan.from_options({**base, "keyvalue": "INLINE", "inline_convention": "c"})
+    with pytest.raises(ValueError, match="applies to keyvalue=INLINE topics only"):
+        SourcePlan.from_options({**base, "keyvalue": "SEPARATED", "inline_convention": "cpp"})
+    with pytest.raises(ValueError, match="applies to keyvalue=INLINE topics only"):
+        SourcePlan.from_options({**base, "inline_convention": "java"})
+
+
+@pytest.mark.slow
+def test_inline_convention_cpp_reads_minus_one_as_empty(spark, pulsar_broker):
+    """The C++ client writes -1 for an empty key or value as for a null one: with
+    inline_convention=cpp both read as empty (Java's reading, the default, gives null)."""
+    import pulsar
+
+    pcs.register(spark)
+    topic = f"persistent://public/default/kv-cpp-{uuid.uuid4().hex[:8]}"
+    client = pulsar.Client(pulsar_broker.url)
+    try:
+        producer = client.create_producer(topic)
+        for payload in (inline(b"k", b"v"), inline(None, b"v2"), inline(b"k3", None)):
+            producer.send(payload)
+        producer.close()
+    finally:
+        client.close()
+    options = {"service_url": pulsar_broker.url, "topics": topic, "keyvalue": "INLINE", "decode": "false"}
+
+    def parts(**more):
+        df = spark.read.format("pulsar").options(**options, **more).load()
+        return sorted(((r["key"], r["value"], r["decode_error"]) for r in df.collect()), key=repr)
+
+    assert parts() == sorted([(b"k", b"v", None), (None, b"v2", None), (b"k3", None, None)], key=repr)
+    cpp = [(b"k", b"v", None), (b"", b"v2", None), (b"k3", b"", None)]
+    assert parts(inline_convention="cpp") == sorted(cpp, key=repr)

@@ -29,6 +29,7 @@ __all__ = [
     "ReaderSetup",
     "flag",
     "full_topic",
+    "check_inline_convention",
     "positive_int",
     "registry_config",
     "required",
@@ -64,6 +65,7 @@ SOURCE_OPTIONS = _REGISTRY_OPTIONS | {
     "key_subject",
     "key_format",
     "key_message",
+    "inline_convention",
     "max_records_per_trigger",
     "timeout_ms",
 }
@@ -141,6 +143,22 @@ def required(options: Mapping[str, str], name: str) -> str:
     if value is None or not str(value).strip():
         raise ValueError(f'format("pulsar") needs the option {name!r}')
     return str(value).strip()
+
+
+def check_inline_convention(options: Mapping[str, str], kv_encoding: str | None) -> str:
+    """The ``inline_convention`` option (``java``, the default, or ``cpp``, any case): how a
+    KeyValue INLINE length of -1 reads. Refused for a topic that is not read as INLINE."""
+    from ...keyvalue import CPP, JAVA
+
+    given = options.get("inline_convention")
+    if given is None:
+        return JAVA
+    value = str(given).strip().lower()
+    if value not in (JAVA, CPP):
+        raise ValueError(f"option 'inline_convention' must be {JAVA!r} or {CPP!r}, got {given!r}")
+    if kv_encoding != "INLINE":
+        raise ValueError("the option 'inline_convention' applies to keyvalue=INLINE topics only")
+    return value
 
 
 def flag(options: Mapping[str, str], name: str, default: bool) -> bool:

@@ -197,6 +197,8 @@ class RowMaker:
     key_encoding : {"base64", "raw"}
         How SEPARATED keys are written in the partition key.
     backend : str
+    convention : {"java", "cpp"}
+        How INLINE lengths of -1 read (:mod:`pulsar_codec.keyvalue`).
     """
 
     def __init__(
@@ -207,6 +209,7 @@ class RowMaker:
         keyvalue: str | None,
         key_encoding: str,
         backend: str,
+        convention: str = keyvalue.JAVA,
     ) -> None:
         self.protocol = protocol
         self.value = value
@@ -214,6 +217,7 @@ class RowMaker:
         self.keyvalue = keyvalue
         self.key_encoding = key_encoding
         self.backend = backend
+        self.convention = convention
 
     def columns(self, raw: pa.RecordBatch) -> dict[str, pa.Array]:
         """The columns this module makes for one raw batch (``decode_error`` only when decoding)."""
@@ -223,7 +227,7 @@ class RowMaker:
             keys: pa.Array = raw.column("key")
             values = payloads
         elif self.keyvalue == "INLINE":
-            job = SplitJob("payload", "kv_key", "kv_value", keyvalue.JAVA, "kv_error", self.backend)
+            job = SplitJob("payload", "kv_key", "kv_value", self.convention, "kv_error", self.backend)
             split = job.split_batch(pa.RecordBatch.from_arrays([payloads], ["payload"]))
             keys, values, split_errors = split.column("kv_key"), split.column("kv_value"), split.column("kv_error")
         else:

@@ -60,7 +60,9 @@ Options
     of a Pulsar primitive schema (PIP-420 allows one, with no registry id) is read with
     ``key_format`` naming it (``STRING``, ``INT64``, ``BYTES``, ...): ``key`` is then that value;
     another ``key_format`` than those and ``AVRO``, ``JSON``, ``PROTOBUF`` is refused.
-    ``key_message`` is the key's ``message``.
+    ``key_message`` is the key's ``message``. ``inline_convention`` (INLINE only): ``java`` (the
+    default: a length of -1 is a null key or value, 0 an empty one, as Java producers write) or
+    ``cpp`` (the C++ client writes -1 for an empty part too: read as empty, never null).
 ``max_records_per_trigger``
     Streaming: at most this many entries per micro-batch, shared among the partitions (a
     producer's batch is one entry; see :func:`.pulsar_offsets.plan_ends`). A batch read logs
@@ -99,7 +101,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
-from ... import wire
+from ... import keyvalue, wire
 from ..._kernels import _backend
 from ...formats import get_format
 from ...keyvalue import KeyValueEncodingType
@@ -127,6 +129,7 @@ from .pulsar_options import (
     SOURCE_OPTIONS,
     OffsetSpec,
     PatternTopics,
+    check_inline_convention,
     check_names,
     flag,
     positive_int,
@@ -212,6 +215,8 @@ class SourcePlan:
         The KeyValue encoding of the topics (option ``keyvalue``).
     key_encoding : {"base64", "raw"}
         How SEPARATED keys are written in the partition key (option ``key_encoding``).
+    inline_convention : {"java", "cpp"}
+        How INLINE lengths of -1 read (option ``inline_convention``; see :mod:`pulsar_codec.keyvalue`).
     protocol : str
         The wire prefix the ``schema_id`` column is read from.
     backend : str
@@ -232,6 +237,7 @@ class SourcePlan:
     keyvalue: str | None
     key_encoding: str
     protocol: str
+    inline_convention: str = keyvalue.JAVA
     backend: str = field(default_factory=lambda: _backend.active().name)
     pattern: PatternTopics | None = None
 
@@ -247,6 +253,7 @@ class SourcePlan:
         kv = options.get("keyvalue") or None
         kv_encoding = KeyValueEncodingType.parse(kv).name if kv else None
         key_encoding = check_key_encoding(options.get("key_encoding") or "base64")
+        convention = check_inline_convention(options, kv_encoding)
         value: ValueReader | None = None
         key: ValueReader | PrimitiveKey | None = None
         if flag(options, "decode", True):
@@ -284,6 +291,7 @@ class SourcePlan:
             key=key,
             keyvalue=kv_encoding,
             key_encoding=key_encoding,
+            inline_convention=convention,
             # the prefix the schema_id column is read from: the value decoder's when it has one
             protocol=(protocol or (value.decoder.protocol if value is not None else wire.CONFLUENT)).name,
             pattern=pattern,
@@ -363,6 +371,7 @@ class SourcePlan:
             self.keyvalue,
             self.key_encoding,
             self.backend,
+            self.inline_convention,
         )
         with use_backend(self.backend), broker_calls(self.service_url, self.timeout_ms):
             for raw in read_range(
