@@ -101,10 +101,10 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
-from ... import keyvalue, wire
+from ... import wire
 from ..._kernels import _backend
 from ...formats import get_format
-from ...keyvalue import KeyValueEncodingType
+from ...keyvalue import JAVA, KeyValueEncodingType
 from ...pipeline import MessageDecoder
 from ...pulsar._sdk import check_key_encoding
 from .executor import ShippedSchemas, use_backend
@@ -237,7 +237,7 @@ class SourcePlan:
     keyvalue: str | None
     key_encoding: str
     protocol: str
-    inline_convention: str = keyvalue.JAVA
+    inline_convention: str = JAVA
     backend: str = field(default_factory=lambda: _backend.active().name)
     pattern: PatternTopics | None = None
 
