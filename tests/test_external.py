@@ -757,6 +757,46 @@ def test_keyvalue_raw_sides_use_the_kv_schema_id(factory):
     )
 
 
+def test_keyvalue_raw_sides_decode_in_bulk_with_their_ids(backend, factory):
+    """framed=False sides read their ids from the messages' KeyValue ids in decode_batch too (it
+    refused schema_ids before); a malformed id is its message's error row, an FF (single schema)
+    id a WireFormatError saying so."""
+    key = factory.avro_schema("t", "long", is_key=True, framed=False)
+    value = factory.avro_schema("t", USER_V1, framed=False)
+    kv = KeyValueExternalSchema(key, value, topic="t")
+    pairs = [(5, {"id": 1, "name": "a"}), (7, {"id": 2, "name": "b"})]
+    encoded = [kv.encode(None, p) for p in pairs]
+    data, ids = [e.data for e in encoded], [e.schema_id for e in encoded]
+    batch = kv.decode_batch(data, ids)
+    assert batch.column("key").to_pylist() == [{"value": 5}, {"value": 7}]
+    assert batch.column("value").to_pylist() == [p[1] for p in pairs]
+    assert kv.decode_batch(data, [b"\xfe" + i for i in ids]).equals(batch)  # as MessageMetadata holds them
+    with pytest.raises(errors.SchemaNotFoundError):
+        kv.decode_batch(data)  # raw sides: no id, nothing to read them with
+    bad = [ids[0], b"\x00\x00"]  # a truncated length in the second message's id
+    out, errs = kv.decode_batch(data, bad, on_error="null")
+    assert out.column("value").to_pylist() == [pairs[0][1], None]
+    assert errs.column("index").to_pylist() == [1]
+    assert errs.column("code").to_pylist() == [errors.ErrorCode.KV_TRUNCATED_LENGTH]
+    with pytest.raises(errors.KeyValueFormatError) as raised:
+        kv.decode_batch(data, bad)
+    assert raised.value.index == 1
+    with pytest.raises(ValueError, match="1 schema ids for 2 messages"):
+        kv.decode_batch(data, ids[:1])
+    # a raw body without its id costs its own row, not the batch (the side raised for the batch)
+    bodies = [value.encode(None, p[1]) for p in pairs]
+    out, errs = value.decode_batch([b.data for b in bodies], [bodies[0].schema_id, None], on_error="null")
+    assert out.column("id").to_pylist() == [1, None]
+    assert errs.column("code").to_pylist() == [errors.ErrorCode.SCHEMA_NOT_FOUND]
+    with pytest.raises(errors.SchemaNotFoundError) as raised:
+        value.decode_batch([b.data for b in bodies], [bodies[0].schema_id, None])
+    assert raised.value.index == 1
+    single = b"\xff" + ids[0]
+    with pytest.raises(errors.WireFormatError, match="0xff marks a single schema") as raised:
+        kv.decode(None, data[0], single)
+    assert raised.value.code == errors.ErrorCode.WIRE_BAD_MAGIC
+
+
 def test_keyvalue_primitive_key(backend, factory):
     kv = factory.keyvalue_schema("t", pt.SchemaType.STRING, USER_V1)
     encoded = kv.encode(None, ("user-1", {"id": 1, "name": "a"}))

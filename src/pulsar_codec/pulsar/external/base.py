@@ -285,6 +285,12 @@ class RegistrySchema(ExternalSchema):
                 out_bodies.append(None)
                 out_ids.append(None)
                 continue
+            if not self.framed and (sid is None or not len(sid)):
+                # no id anywhere: the decoder makes it this message's error (a row, or raised with
+                # its index), not the whole batch's
+                out_bodies.append(bytes(body))
+                out_ids.append(None)
+                continue
             schema_id, payload, _ = self._split(body, sid)
             out_bodies.append(bytes(payload))
             out_ids.append(schema_id)

@@ -11,10 +11,10 @@ import pyarrow.compute as pc
 from ... import keyvalue as _kv
 from ... import primitives as _primitives
 from ..._arrow import around_bad_rows
-from ...errors import EncodeError, PrimitiveDecodeError, SchemaError
+from ...errors import DecodeError, EncodeError, ErrorCode, PrimitiveDecodeError, SchemaError, error_for
 from ...formats.base import Decoded, check_on_error, errors_table
 from ..schema_info import EncodeData, SchemaInfo, SchemaType, encode_keyvalue_schema_info, primitive_schema_info
-from .base import ExternalSchema
+from .base import ExternalSchema, as_list
 
 __all__ = ["KeyValue", "KeyValueExternalSchema", "primitive_type"]
 
@@ -150,15 +150,12 @@ class KeyValueExternalSchema(ExternalSchema):
         ------
         KeyValueFormatError
             A malformed payload or KeyValue schema id.
+        WireFormatError
+            ``schema_id`` is a single schema's id (``FF`` magic byte), not a KeyValue one.
         """
         self._check_open()
         key_data, value_data = _kv.decode_inline(data, convention=self.convention)
-        key_id = value_id = None
-        if schema_id:
-            kv_id = bytes(schema_id)
-            if kv_id[0] == 0xFE:
-                kv_id = kv_id[1:]
-            key_id, value_id = _kv.unpack_schema_id(kv_id)
+        key_id, value_id = _side_ids(schema_id)
         return KeyValue(
             self._decode_side(self.key_schema, topic, key_data, key_id),
             self._decode_side(self.value_schema, topic, value_data, value_id),
@@ -168,17 +165,15 @@ class KeyValueExternalSchema(ExternalSchema):
         self, messages: Any, schema_ids: Any = None, *, topic: str | None = None, on_error: str = "raise"
     ) -> pa.RecordBatch | Decoded:
         """Decode many INLINE payloads: a ``pa.RecordBatch`` with struct columns ``key`` and
-        ``value`` (each side's own batch as a struct; a primitive key is a plain column). Framed
-        sub-payloads only (``schema_ids`` is not supported).
+        ``value`` (each side's own batch as a struct; a primitive key is a plain column).
+        ``schema_ids``: the messages' PIP-420 KeyValue ids (``FE`` + both sides' ids, as
+        :meth:`decode` takes one; None or empty for a message without), required when a side was
+        made with ``framed=False``; each side is read with its own id.
 
         With ``on_error="null"`` a message whose KeyValue framing, key or value cannot be decoded
         is a null row (key and value both null) and ``Decoded(batch, errors)`` is returned, with
         one error per bad message: its framing's, else its key's, else its value's.
         """
-        if schema_ids is not None:
-            raise ValueError(
-                "KeyValueExternalSchema.decode_batch reads the ids from framed sub-payloads; schema_ids is not supported"
-            )
         keep_going = check_on_error(on_error)
         found: dict[int, tuple[Any, ...]] = {}  # row -> (code, index, offset, detail, text): the first error
 
@@ -186,17 +181,20 @@ class KeyValueExternalSchema(ExternalSchema):
             for e in errors:
                 found.setdefault(e.index, (int(e.code), e.index, int(e.offset or 0), e.detail, str(e)))
 
+        side_ids: tuple[list[Any] | None, list[Any] | None] = (None, None)
+        if schema_ids is not None:
+            side_ids = self._batch_side_ids(schema_ids, len(as_list(messages)), note if keep_going else None)
         if keep_going:
             keys, values, split_errors = _kv.split_inline_rows(messages, convention=self.convention)
             note(split_errors)
         else:
             keys, values = _kv.split_inline(messages, convention=self.convention)
         columns = []
-        for data, schema in ((keys, self.key_schema), (values, self.value_schema)):
+        for data, schema, ids in ((keys, self.key_schema, side_ids[0]), (values, self.value_schema, side_ids[1])):
             if isinstance(schema, SchemaType):
                 columns.append(self._primitive_column(schema, data, note if keep_going else None))
                 continue
-            result = schema.decode_batch(data, topic=topic, on_error=on_error)
+            result = schema.decode_batch(data, ids, topic=topic, on_error=on_error)
             if isinstance(result, Decoded):
                 batch = result.batch
                 for row in result.errors.to_pylist():
@@ -215,6 +213,28 @@ class KeyValueExternalSchema(ExternalSchema):
             pa.RecordBatch.from_arrays(columns, ["key", "value"]),
             errors_table(sorted(found.values(), key=lambda e: e[1])),
         )
+
+    @staticmethod
+    def _batch_side_ids(schema_ids: Any, count: int, note: Any) -> tuple[list[Any], list[Any]]:
+        """The key's and the value's ids of each message (None where it has none); with ``note``,
+        a malformed KeyValue id is reported to it and its message read without ids, else raised
+        as the error of its message."""
+        ids = as_list(schema_ids)
+        if len(ids) != count:
+            raise ValueError(f"{len(ids)} schema ids for {count} messages")
+        keys: list[Any] = []
+        values: list[Any] = []
+        for i, kv_id in enumerate(ids):
+            try:
+                key_id, value_id = _side_ids(kv_id)
+            except DecodeError as exc:
+                if note is None:
+                    raise exc.moved(i) from None
+                note([exc.moved(i)])
+                key_id = value_id = None
+            keys.append(key_id)
+            values.append(value_id)
+        return keys, values
 
     @staticmethod
     def _primitive_column(schema: SchemaType, data: pa.Array, note: Any) -> pa.Array:
@@ -236,3 +256,18 @@ class KeyValueExternalSchema(ExternalSchema):
             if isinstance(schema, ExternalSchema):
                 schema.close()
         super().close()
+
+
+def _side_ids(schema_id: Any) -> tuple[bytes | None, bytes | None]:
+    """The key's and the value's ids in one PIP-420 KeyValue id (its ``FE`` magic byte optional);
+    a null or empty id gives neither."""
+    if not schema_id:
+        return None, None
+    kv_id = bytes(schema_id)
+    if kv_id[0] == 0xFF:  # Java strips either magic byte, then misreads a single id as lengths
+        raise error_for(
+            ErrorCode.WIRE_BAD_MAGIC, 0, 0, 0xFF, expected="0xfe (a KeyValue schema id; 0xff marks a single schema's)"
+        )
+    if kv_id[0] == 0xFE:
+        kv_id = kv_id[1:]
+    return _kv.unpack_schema_id(kv_id)
