@@ -165,6 +165,20 @@ def test_reader_defaults_to_the_highest_id(backend):
     assert pc.decode(msgs, {1: V1, 2: V2}).schema.names == ["id", "name", "email"]
 
 
+def test_a_defaulted_reader_says_so_in_the_rows_it_cannot_read(backend):
+    """A topic of several record types read without a reader: the newest schema reads the batch,
+    and the other type's rows say which schema that was and how to read them instead."""
+    refund = {"type": "record", "name": "Refund", "fields": [{"name": "order", "type": "long"}]}
+    msgs = [wire.CONFLUENT.pack(1, body(V1, {"id": 2, "name": "b"})), wire.CONFLUENT.pack(7, b"\x04")]
+    batch, errors = pc.decode(msgs, {1: V1, 7: refund}, on_error="null")
+    assert batch.column("order").to_pylist() == [None, 2]
+    (text,) = errors.column("message").to_pylist()
+    assert "the batch's newest schema, id 7, reads it; pass reader_schema= or reader_subject=" in text
+    given = pc.decode(msgs, {1: V1, 7: refund}, reader_schema=V1, on_error="null").errors
+    assert given.column("index").to_pylist() == [1]
+    assert "no reader was given" not in given.column("message")[0].as_py()  # a reader given is not questioned
+
+
 # -- distinct_ids: the two twins agree ---------------------------------------------------------------
 
 _KINDS = [wire.CONFLUENT, wire.CONFLUENT_GUID, wire.APICURIO, wire.APICURIO_V3]

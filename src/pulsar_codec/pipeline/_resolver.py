@@ -249,6 +249,7 @@ class SchemaResolver:
                 f"one batch mixes payload formats {sorted({w.fmt.name for w in known})}: decode them separately"
             )
         reader = self.known_reader(known[0].fmt if known else None)
+        defaulted = reader is None and bool(known)  # the batch's newest writer reads it: say so
         if reader is None and known:
             reader = known[-1]
             type_name = getattr(reader.fmt, "type_name", None)
@@ -287,9 +288,17 @@ class SchemaResolver:
                     continue
                 out.append(plans.plan(w))
             except SchemaError as exc:
-                failed[i] = exc
+                reason = str(exc)
+                if defaulted:  # a batch mixing record types or subjects: what the reader was, and the way out
+                    newest = next(j for j, x in enumerate(writers) if x is reader)
+                    newest_key = registry_key(keys[newest].key if isinstance(keys[newest], Pathed) else keys[newest])
+                    reason += (
+                        f" (no reader was given: the batch's newest schema, id {newest_key}, reads it; pass"
+                        " reader_schema= or reader_subject= to read these rows as another)"
+                    )
+                failed[i] = exc if reason == str(exc) else _renamed(exc, reason)
                 out.append(plans.base)
-                bad[i] = BadId(ErrorCode.SCHEMA_UNRESOLVABLE, key, str(exc))
+                bad[i] = BadId(ErrorCode.SCHEMA_UNRESOLVABLE, key, reason)
         if failed and not tolerate:
             _raise_earliest(failed, locate)
         heads: dict[int, frozenset[int]] = {}
