@@ -561,3 +561,78 @@ def test_an_unknown_id_through_confluent_kafka_s_client_is_an_error_row(backend,
     with pytest.raises(SchemaNotFoundError) as raised:
         pc.decode([good, unknown], ck_client)
     assert raised.value.index == 1
+
+
+# -- configuration parity with confluent-kafka ----------------------------------------------------------
+
+OTHER = {"type": "record", "name": "Other", "namespace": "ex", "fields": [{"name": "x", "type": "string"}]}
+
+
+def test_use_schema_id_writes_with_that_ids_schema_like_confluent_kafka(backend, reg, ck_client):
+    # the frame names the id, so the body is written with the id's schema, not the one given
+    schema_id = reg.register("orders-value", text(USER))
+    conf = {"use.schema.id": schema_id, "auto.register.schemas": False}
+    value = {**user(1), "team": "red"}
+    ours = serde.AvroSerializer(reg, text(USER_V2), conf=conf)(value, ctx())
+    assert ours == ck_serializer(ck_client, USER_V2, **conf)(value, ctx())
+    assert serde.AvroDeserializer(reg)(ours, ctx()) == user(1)
+    other = reg.register("elsewhere", text(OTHER))
+    with pytest.raises(EncodeError):  # a USER value does not fit Other: no frame of id `other` holding a User
+        serde.AvroSerializer(reg, text(USER), conf={**conf, "use.schema.id": other})(user(1), ctx())
+
+
+@pytest.mark.parametrize(
+    "ours, theirs",
+    [
+        (serde.record_subject_name_strategy, ck_sr.record_subject_name_strategy),
+        (serde.topic_record_subject_name_strategy, ck_sr.topic_record_subject_name_strategy),
+    ],
+    ids=["record", "topic_record"],
+)
+def test_use_latest_version_reader_with_a_record_strategy(backend, reg, ck_client, ours, theirs):
+    # the strategy needs a record name: the writer schema's, as confluent-kafka's deserializer uses
+    old = ck_avro.AvroSerializer(ck_client, text(USER), conf={"subject.name.strategy": theirs})(user(2), ctx())
+    ck_avro.AvroSerializer(ck_client, text(USER_V2), conf={"subject.name.strategy": theirs})(user(3), ctx())
+    conf = {"use.latest.version": True}
+    expected = ck_avro.AvroDeserializer(ck_client, conf={**conf, "subject.name.strategy": theirs})(old, ctx())
+    de = serde.AvroDeserializer(reg, conf={**conf, "subject.name.strategy": ours})
+    assert de(old, ctx()) == expected == {**user(2), "team": "none"}
+    assert de.decode_batch([old], ctx()).to_pylist() == [expected]
+
+
+def test_use_latest_version_reader_without_a_context_reads_the_writer_schema(backend, reg, ck_client):
+    old = ck_serializer(ck_client, USER)(user(4), ctx())
+    ck_serializer(ck_client, USER_V2)(user(5), ctx())
+    conf = {"use.latest.version": True}
+    expected = ck_avro.AvroDeserializer(
+        ck_client, conf={**conf, "subject.name.strategy": ck_sr.topic_subject_name_strategy}
+    )(old, None)
+    assert serde.AvroDeserializer(reg, conf=conf)(old, None) == expected == user(4)
+
+
+def test_schema_id_placement_keys(backend, reg):
+    framed = serde.AvroSerializer(reg, text(USER))(user(1), ctx())
+    ser = serde.AvroSerializer(reg, text(USER), conf={"schema.id.serializer": ck_sr.prefix_schema_id_serializer})
+    assert ser(user(1), ctx()) == framed
+    de = serde.AvroDeserializer(reg, conf={"schema.id.deserializer": ck_sr.prefix_schema_id_deserializer})
+    assert de(framed, ctx()) == user(1)
+    with pytest.raises(ValueError, match="ids in message headers are not supported"):
+        serde.AvroSerializer(reg, text(USER), conf={"schema.id.serializer": ck_sr.header_schema_id_serializer})
+    with pytest.raises(ValueError, match="ids in message headers are not supported"):
+        serde.AvroDeserializer(reg, conf={"schema.id.deserializer": ck_sr.dual_schema_id_deserializer})
+    with pytest.raises(ValueError, match="Unrecognized properties: schema.id.deserializer"):
+        serde.AvroSerializer(reg, text(USER), conf={"schema.id.deserializer": ck_sr.prefix_schema_id_deserializer})
+    with pytest.raises(ValueError, match="is not supported"):
+        serde.AvroSerializer(reg, text(USER), conf={"schema.id.serializer": lambda payload, c, schema_id: payload})
+
+
+def test_deserializer_takes_confluent_kafka_s_positional_order(backend, reg):
+    framed = serde.AvroSerializer(reg, text(USER))(user(1), ctx())
+    # (client, schema_str, from_dict, return_record_name, conf)
+    de = serde.AvroDeserializer(reg, text(USER_V2), None, False, {"use.latest.version": False})
+    assert de(framed, ctx()) == {**user(1), "team": "none"}
+    assert serde.AvroDeserializer(reg, return_record_name=False)(framed, ctx()) == user(1)
+    with pytest.raises(ValueError, match="return_record_name=True is not supported"):
+        serde.AvroDeserializer(reg, return_record_name=True)
+    with pytest.raises(ValueError, match="Unrecognized properties"):
+        serde.AvroDeserializer(reg, None, None, False, {"no.such.key": 1})

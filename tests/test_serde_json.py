@@ -18,7 +18,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
 from pulsar_codec import serde  # noqa: E402
-from pulsar_codec.errors import EncodeError  # noqa: E402
+from pulsar_codec.errors import EncodeError, WireFormatError  # noqa: E402
 from pulsar_codec.registry import LocalRegistry  # noqa: E402
 from pulsar_codec.registry.server import serve  # noqa: E402
 
@@ -155,3 +155,37 @@ def test_an_integer_past_pythons_digit_limit_in_free_json_is_exact(reg):
     body = framed[5:].decode().replace('"just a string"', big)
     value = serde.JSONDeserializer(reg)(framed[:5] + body.encode(), ctx())
     assert value["extra"] == decimal.Decimal(big) and isinstance(value["extra"], decimal.Decimal)
+
+
+OTHER = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Other", "type": "object",
+         "properties": {"x": {"type": "string"}}, "required": ["x"]}  # fmt: skip
+
+
+def test_use_schema_id_validates_with_that_ids_schema(reg):
+    # confluent-kafka validates against the id's schema: the frame names it, not the schema given
+    other = reg.register("elsewhere", json.dumps(OTHER), "JSON")
+    ser = serde.JSONSerializer(reg, ORDER, {"use.schema.id": other, "auto.register.schemas": False})
+    with pytest.raises(EncodeError, match="'x' is a required property"):
+        ser(VALUES[0], ctx())
+    assert ser({"x": "q"}, ctx()) == b"\x00" + other.to_bytes(4, "big") + b'{"x":"q"}'
+
+
+def test_use_latest_version_reader_with_a_record_strategy_or_no_context(reg, ck_client):
+    # the record strategy names the subject by the writer schema's title (confluent-kafka's order);
+    # with no context the message's own schema is read
+    strategy = {"subject.name.strategy": ck_sr.record_subject_name_strategy}
+    framed = ck_json.JSONSerializer(json.dumps(ORDER), ck_client, conf=strategy)(VALUES[0], ctx())
+    conf = {"use.latest.version": True}
+    theirs = ck_json.JSONDeserializer(None, schema_registry_client=ck_client, conf={**conf, **strategy})
+    ours = serde.JSONDeserializer(reg, conf={**conf, "subject.name.strategy": serde.record_subject_name_strategy})
+    assert ours(framed, ctx()) == theirs(framed, ctx()) == VALUES[0]
+    assert ours.decode_batch([framed], ctx()).num_rows == 1
+    assert serde.JSONDeserializer(reg, conf=conf)(framed, None) == VALUES[0]
+
+
+def test_a_short_or_unframed_message_raises_its_own_wire_error(reg):
+    de = serde.JSONDeserializer(reg)
+    with pytest.raises(WireFormatError, match="message of 2 bytes"):
+        de(b"\x00\x00", ctx())
+    with pytest.raises(WireFormatError, match="invalid magic byte 0x07"):  # not a lookup of id 0x7fffffff
+        de(b"\x07\x7f\xff\xff\xff{}", ctx())

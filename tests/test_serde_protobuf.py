@@ -398,3 +398,22 @@ def test_random_messages_both_ways(shared, message):
     assert ours(message, ctx()) == framed
     value = our_reader(framed, ctx())
     assert their_reader(ours(value, ctx()), ctx()) == message
+
+
+def test_use_schema_id_writes_with_that_ids_schema(reg, ck_client):
+    # the frame names the id: a message of a schema that id does not hold is refused, not framed
+    other = reg.register("elsewhere", 'syntax = "proto3";\npackage q;\nmessage B { string x = 1; }\n', "PROTOBUF")
+    with pytest.raises(SchemaError, match="no message 'shop.Refund'"):
+        serde.ProtobufSerializer(reg, Refund, {"use.schema.id": other})(Refund(order=1), ctx())
+    assert serde.ProtobufSerializer(reg, conf={"use.schema.id": other})({"x": "a"}, ctx())[5:] == b"\x00\x0a\x01a"
+
+
+def test_use_latest_version_reader_with_a_record_strategy_or_no_context(reg, ck_client):
+    strategy = {"subject.name.strategy": ck_sr.record_subject_name_strategy}
+    framed = ck_pb.ProtobufSerializer(Refund, ck_client, strategy)(Refund(order=3, reason="r"), ctx())
+    conf = {"use.latest.version": True}
+    theirs = ck_pb.ProtobufDeserializer(Refund, {**conf, **strategy}, ck_client)(framed, ctx())
+    ours = serde.ProtobufDeserializer(reg, conf={**conf, "subject.name.strategy": serde.record_subject_name_strategy})
+    assert ours(framed, ctx()) == {"order": theirs.order, "reason": theirs.reason}
+    assert ours.decode_batch([framed], ctx()).column("reason").to_pylist() == ["r"]
+    assert serde.ProtobufDeserializer(reg, conf=conf)(framed, None) == {"order": 3, "reason": "r"}

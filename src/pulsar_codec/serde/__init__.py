@@ -15,6 +15,15 @@ cached per schema. :meth:`AvroDeserializer.decode_batch` decodes what
     deserializer = AvroDeserializer("http://registry:8081")
     while True:
         batch = deserializer.decode_batch(consumer.consume(num_messages=10_000, timeout=1.0))
+
+Deliberate differences from confluent-kafka: a bad frame or body raises this package's
+:class:`~pulsar_codec.errors.WireFormatError` / ``*DecodeError`` (``ValueError`` subclasses) and an
+unknown id :class:`~pulsar_codec.errors.SchemaNotFoundError`, not confluent-kafka's
+``SerializationError`` / ``SchemaRegistryError`` (its ``DeserializingConsumer`` wraps either kind
+the same way); schema ids travel in the payload prefix only (``schema.id.serializer`` /
+``schema.id.deserializer`` take just confluent-kafka's prefix functions; header ids are neither
+written nor read); ``use.schema.id`` does not check that the id is registered under the subject;
+``use.latest.with.metadata``, the ``ASSOCIATED`` strategy and data-contract rules are refused by name.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from ..errors import EncodeError
 from ..formats.avro.schema import Named, Primitive, Schema, parse, to_json
 from ..pipeline import Decoded, MessageDecoder, MessageEncoder
 from ..registry.lookup import fetch_schema
-from ._subjects import SubjectNameStrategy, client_of, resolve_strategy, subject_registry
+from ._subjects import SubjectNameStrategy, client_of, latest_subject, resolve_strategy, subject_registry
 from ._values import rows_reader, value_reader
 
 __all__ = ["AvroDeserializer", "AvroSerializer"]
@@ -45,8 +45,6 @@ _NOT_SUPPORTED = frozenset(
     {
         "use.latest.with.metadata",
         "subject.name.strategy.conf",
-        "schema.id.serializer",
-        "schema.id.deserializer",
         "validate.strict",
         "validate.strict.allow.default",
         "validation.rules.execution",
@@ -56,11 +54,38 @@ _NOT_SUPPORTED = frozenset(
 )
 
 
+# schema.id.serializer / schema.id.deserializer: confluent-kafka's functions that place the id
+# as these serdes do (the payload prefix) are taken; any other placement is refused
+_ID_PLACEMENT = {
+    "schema.id.serializer": ("prefix_schema_id_serializer",),
+    "schema.id.deserializer": ("prefix_schema_id_deserializer",),
+}
+_SERIALIZER_ONLY = ("schema.id.serializer",)
+
+
+def _check_id_placement(key: str, value: Any, serializer: bool) -> None:
+    """Accept ``value`` for ``key`` when it is confluent-kafka's prefix function; else ValueError."""
+    if (key in _SERIALIZER_ONLY) != serializer:
+        raise ValueError(f"Unrecognized properties: {key}")
+    names = _ID_PLACEMENT[key]
+    if getattr(value, "__name__", None) in names and str(getattr(value, "__module__", "")).startswith(
+        "confluent_kafka."
+    ):
+        return
+    raise ValueError(
+        f"{key} {value!r} is not supported: pulsar_codec.serde reads and writes the schema id in the "
+        f"payload prefix only (confluent-kafka's {names[0]}); ids in message headers are not supported"
+    )
+
+
 def _settings(conf: Mapping[str, Any] | None, defaults: dict[str, Any]) -> dict[str, Any]:
     """``defaults`` updated with ``conf``; unknown keys raise ValueError as confluent-kafka does."""
     if conf is not None and not isinstance(conf, Mapping):
         raise TypeError(f"conf must be a dict, got {type(conf).__name__}")
     given = dict(conf or {})
+    for key in _ID_PLACEMENT:
+        if key in given:
+            _check_id_placement(key, given.pop(key), "auto.register.schemas" in defaults)
     unsupported = sorted(k for k in given if k in _NOT_SUPPORTED)
     if unsupported:
         raise ValueError(
@@ -137,9 +162,10 @@ class AvroSerializer:
         (an id to write with), ``subject.name.strategy`` (a callable ``(ctx, record_name) ->
         subject``: :func:`topic_subject_name_strategy` by default, or the record / topic-record
         strategies, confluent-kafka's functions of those names work too) or
-        ``subject.name.strategy.type`` (``"TOPIC"``, ``"RECORD"``, ``"TOPIC_RECORD"``). Other keys
-        raise ValueError. For confluent-kafka's positional order the third argument may also be
-        the ``to_dict`` callable.
+        ``subject.name.strategy.type`` (``"TOPIC"``, ``"RECORD"``, ``"TOPIC_RECORD"``),
+        ``schema.id.serializer`` (only confluent-kafka's ``prefix_schema_id_serializer``: ids in
+        headers are not written). Other keys raise ValueError. For confluent-kafka's positional
+        order the third argument may also be the ``to_dict`` callable.
     to_dict : callable, optional
         ``to_dict(obj, ctx) -> dict``, applied before writing.
 
@@ -150,7 +176,10 @@ class AvroSerializer:
     default. A value for a union that is not ``[null, T]`` is written with the first branch that
     accepts it (fastavro's tuple notation ``(name, value)`` is not supported). The schema id is
     resolved once per subject (registered, looked up, or the latest version) and kept, as
-    confluent-kafka does.
+    confluent-kafka does. With ``use.schema.id`` the value is written with that id's schema (as
+    confluent-kafka does; a ``schema`` given too is only checked to parse), but unlike
+    confluent-kafka the id need not be registered under the context's subject (no subject is
+    asked for).
     """
 
     def __init__(
@@ -237,9 +266,10 @@ class AvroSerializer:
         """The id and schema ``subject`` writes with (one registry round trip, then cached)."""
         text = self._schema_text
         if self._use_id is not None:
+            # written with the id's own schema, as confluent-kafka does: the frame names that id,
+            # so a value written with another schema would be read back as garbage
             schema_id = self._use_id
-            if text is None:
-                text = self._registry.schema(schema_id)
+            text = self._registry.schema(schema_id)
         else:
             assert subject is not None
             if self._use_latest:
@@ -301,8 +331,13 @@ class AvroDeserializer:
         ``from_dict(dict, ctx) -> object``, applied to each value :meth:`__call__` returns.
     conf : dict, optional
         ``use.latest.version`` (read as the subject's latest version; the subject comes from
-        ``subject.name.strategy`` / ``subject.name.strategy.type`` as for the serializer). Other
-        keys raise ValueError.
+        ``subject.name.strategy`` / ``subject.name.strategy.type`` as for the serializer, given
+        the writer schema's name when the strategy needs a record name; a call without a context
+        reads the message's own schema, as confluent-kafka does), ``schema.id.deserializer``
+        (only confluent-kafka's ``prefix_schema_id_deserializer``). Other keys raise ValueError.
+    return_record_name : bool
+        confluent-kafka's parameter (also its fourth positional one, with ``conf`` fifth); only
+        False.
 
     Notes
     -----
@@ -317,8 +352,15 @@ class AvroDeserializer:
         registry: Any,
         reader_schema: Any = None,
         from_dict: Callable[[Any, Any], Any] | None = None,
-        conf: Mapping[str, Any] | None = None,
+        conf: Mapping[str, Any] | bool | None = None,
+        return_record_name: bool | Mapping[str, Any] | None = False,
     ) -> None:
+        if isinstance(conf, bool):  # confluent-kafka's order: (client, schema_str, from_dict, return_record_name, conf)
+            conf, return_record_name = (None if isinstance(return_record_name, bool) else return_record_name), conf
+        if not isinstance(return_record_name, bool):
+            raise ValueError("return_record_name must be a boolean value")
+        if return_record_name:
+            raise ValueError("return_record_name=True is not supported: a union of records reads as the record's dict")
         if from_dict is not None and not callable(from_dict):
             raise ValueError(
                 "from_dict must be callable with the signature from_dict(dict, SerializationContext) -> object"
@@ -335,6 +377,7 @@ class AvroDeserializer:
         self._lock = threading.Lock()
         self._readers: dict[Any, _Reader] = {}  # by writer id (no reader schema) or reader text
         self._latest: dict[str, str] = {}
+        self._writer_names: dict[int, str | None] = {}  # by writer id, for a record strategy's subject
         self._batch_decoders: dict[tuple[str | None, str], MessageDecoder] = {}
 
     # -- one message -----------------------------------------------------------------------------
@@ -365,20 +408,32 @@ class AvroDeserializer:
             value = reader.read(batch)[0]
         return self._from_dict(value, ctx) if self._from_dict is not None else value
 
-    def _reader_text_for(self, ctx: Any) -> str | None:
+    def _reader_text_for(self, ctx: Any, first: Any = None) -> str | None:
+        """The reader schema: the given one, or with ``use.latest.version`` the latest version of
+        the subject of ``ctx`` (with a record strategy, of the writer schema's name of ``first``,
+        a framed message); without a subject, the given one (None: the writer's)."""
         if not self._use_latest:
             return self._reader_text
-        subject = self._strategy(ctx, None)
+        subject = latest_subject(self._strategy, ctx, lambda: self._writer_name(first))
         if subject is None:
-            raise ValueError("use.latest.version needs a subject: the subject name strategy gave none")
+            return self._reader_text
         text = self._latest.get(subject)
         if text is None:
             text = subject_registry(self._client).latest(subject)[1]
             self._latest[subject] = text
         return text
 
+    def _writer_name(self, data: Any) -> str | None:
+        """The full name of the writer schema of framed message ``data`` (None: unnamed or no frame)."""
+        if not isinstance(data, (bytes, bytearray, memoryview)) or len(data) < 5 or data[0] != 0:
+            return None
+        schema_id = int.from_bytes(data[1:5], "big")
+        if schema_id not in self._writer_names:
+            self._writer_names[schema_id] = _record_name(parse(_text(fetch_schema(self._client, schema_id).schema)))
+        return self._writer_names[schema_id]
+
     def _reader_for(self, data: bytes, ctx: Any) -> _Reader:
-        text = self._reader_text_for(ctx)
+        text = self._reader_text_for(ctx, data)
         if text is not None:
             key: Any = text
         elif len(data) >= 5 and data[0] == 0:
@@ -416,7 +471,7 @@ class AvroDeserializer:
             What ``consumer.consume(num_messages=N)`` gave (messages' ``value()`` is taken), or
             their values; any Arrow PyCapsule producer of binary works too. None gives a null row.
         ctx : SerializationContext, optional
-            Needed with ``use.latest.version`` (the subject).
+            With ``use.latest.version``, the subject (without one: read as without the setting).
         on_error : {"raise", "null"}
             ``"null"``: a bad message becomes a null row and ``Decoded(batch, errors)`` is returned
             (see :class:`~pulsar_codec.pipeline.MessageDecoder`).
@@ -431,7 +486,8 @@ class AvroDeserializer:
             first = next((v for v in values if v is not None), None)
             if first is not None and not isinstance(first, (bytes, bytearray, memoryview)):
                 values = [_message_value(v) for v in values]
-        text = self._reader_text_for(ctx)
+        first = next((v for v in values if v is not None), None) if isinstance(values, (list, tuple)) else None
+        text = self._reader_text_for(ctx, first)
         if _is_raw_bytes(text if text is not None else self._first_writer(values)):
             payloads = wire.unframe(values, wire.CONFLUENT).payloads
             return pa.RecordBatch.from_arrays([payloads], names=["value"])

@@ -45,7 +45,7 @@ from ..formats.json.schema import JsonSchemaModel, parse
 from ..pipeline import Decoded, MessageDecoder, MessageEncoder
 from ..registry.lookup import fetch_schema
 from ._avro import _DESERIALIZER_DEFAULTS, _SERIALIZER_DEFAULTS, _message_value, _settings
-from ._subjects import SubjectNameStrategy, client_of, resolve_strategy
+from ._subjects import SubjectNameStrategy, client_of, latest_subject, resolve_strategy
 
 __all__ = ["JSONDeserializer", "JSONSerializer"]
 
@@ -230,7 +230,11 @@ class JSONSerializer:
         ``use.latest.version`` (False), ``use.schema.id``, ``subject.name.strategy`` /
         ``subject.name.strategy.type`` (the record name is the schema's ``title``), ``validate``
         (True: full JSON Schema validation with ``jsonschema``, as confluent-kafka does; False
-        still refuses values the schema's Arrow types cannot hold). Other keys raise ValueError.
+        still refuses values the schema's Arrow types cannot hold), ``schema.id.serializer``
+        (only confluent-kafka's ``prefix_schema_id_serializer``). Other keys raise ValueError.
+        With ``use.schema.id`` the value is validated and written with that id's schema, as
+        confluent-kafka does; unlike confluent-kafka the id need not be registered under the
+        context's subject.
     to_dict : callable, optional
         ``to_dict(obj, ctx) -> dict``, applied before writing.
     """
@@ -311,9 +315,9 @@ class JSONSerializer:
     def _resolve(self, subject: str | None) -> _Writer:
         text = self._schema_text
         if self._use_id is not None:
+            # written (and validated) with the id's own schema, as confluent-kafka does
             schema_id = self._use_id
-            if text is None:
-                text = str(fetch_schema(self._client, schema_id).schema)
+            text = str(fetch_schema(self._client, schema_id).schema)
         elif self._use_latest:
             assert subject is not None
             schema_id, text = self._registry.latest(subject)
@@ -365,8 +369,13 @@ class JSONDeserializer:
     from_dict : callable, optional
         ``from_dict(dict, ctx) -> object``, applied to each value :meth:`__call__` returns.
     conf : dict, optional
-        ``use.latest.version``, ``subject.name.strategy`` / ``subject.name.strategy.type``;
-        ``validate`` is accepted (the payload is always checked against the schema's types).
+        ``use.latest.version`` (with a record strategy the subject is named by the writer
+        schema's ``title``; a call without a context reads the message's own schema, as
+        confluent-kafka does), ``subject.name.strategy`` / ``subject.name.strategy.type``,
+        ``schema.id.deserializer`` (only confluent-kafka's ``prefix_schema_id_deserializer``);
+        ``validate`` is accepted (the payload is always checked against the schema's types, but
+        not against JSON Schema's other keywords such as ``minimum``, which confluent-kafka's
+        ``validate`` checks on read too).
 
     Notes
     -----
@@ -402,6 +411,7 @@ class JSONDeserializer:
         self._lock = threading.Lock()
         self._readers: dict[Any, _Reader] = {}
         self._latest: dict[str, str] = {}
+        self._writer_titles: dict[int, str | None] = {}  # by writer id, for a record strategy's subject
         self._batch_decoders: dict[tuple[str | None, str], MessageDecoder] = {}
 
     def __call__(self, data: bytes | None, ctx: Any = None) -> Any:
@@ -420,36 +430,51 @@ class JSONDeserializer:
         value = _to_json_values(reader.program, reader.shadow, reader.decoder.decode_value(data))
         return self._from_dict(value, ctx) if self._from_dict is not None else value
 
-    def _reader_text_for(self, ctx: Any) -> str | None:
+    def _reader_text_for(self, ctx: Any, first: Any = None) -> str | None:
+        """The reader schema: the given one, or with ``use.latest.version`` the latest version of
+        the subject of ``ctx`` (with a record strategy, of the ``title`` of the writer schema of
+        ``first``, a framed message); without a subject, the given one (None: the writer's)."""
         if not self._use_latest:
             return self._reader_text
-        subject = self._strategy(ctx, None)
+        subject = latest_subject(self._strategy, ctx, lambda: self._writer_title(first))
         if subject is None:
-            raise ValueError("use.latest.version needs a subject: the subject name strategy gave none")
+            return self._reader_text
         text = self._latest.get(subject)
         if text is None:
             text = _Registry(self._client).latest(subject)[1]
             self._latest[subject] = text
         return text
 
+    def _writer_title(self, data: Any) -> str | None:
+        """The ``title`` of the writer schema of framed message ``data`` (None: none, or no frame)."""
+        if not isinstance(data, (bytes, bytearray, memoryview)) or len(data) < 5 or data[0] != 0:
+            return None
+        schema_id = int.from_bytes(data[1:5], "big")
+        if schema_id not in self._writer_titles:
+            document = parse(str(fetch_schema(self._client, schema_id).schema)).document
+            title = document.get("title") if isinstance(document, dict) else None
+            self._writer_titles[schema_id] = title if isinstance(title, str) else None
+        return self._writer_titles[schema_id]
+
     def _reader_for(self, data: bytes, ctx: Any) -> _Reader:
-        text = self._reader_text_for(ctx)
-        key: Any = text if text is not None else (int.from_bytes(data[1:5], "big") if len(data) >= 5 else None)
+        text = self._reader_text_for(ctx, data)
+        framed = len(data) >= 5 and data[0] == 0  # else no schema id to look up: the wire error
+        key: Any = text if text is not None else (int.from_bytes(data[1:5], "big") if framed else None)
         found = self._readers.get(key)
         if found is None:
             with self._lock:
                 found = self._readers.get(key)
                 if found is None:
-                    found = self._new_reader(key, text)
+                    found = self._new_reader(key, text, data)
                     self._readers[key] = found
         return found
 
-    def _new_reader(self, key: Any, text: str | None) -> _Reader:
+    def _new_reader(self, key: Any, text: str | None, data: bytes) -> _Reader:
         decoder = MessageDecoder(self._client, reader_schema=text, format=_JSON)
         if text is None and isinstance(key, int):
             text = str(fetch_schema(self._client, key).schema)
-        if text is None:  # not a frame: the decoder raises the wire error
-            decoder.decode_value(b"")
+        if text is None:  # not a frame: the decoder raises the wire error of this message
+            decoder.decode_value(data)
         assert text is not None
         mapping = map_model(parse(text))
         return _Reader(decoder, mapping.program, mapping.shadow)
@@ -462,7 +487,7 @@ class JSONDeserializer:
         values : list of bytes / None, list of confluent-kafka ``Message``, or a binary Arrow array
             None gives a null row.
         ctx : SerializationContext, optional
-            Needed with ``use.latest.version`` (the subject).
+            With ``use.latest.version``, the subject (without one: read as without the setting).
         on_error : {"raise", "null"}
             ``"null"``: a bad message becomes a null row and ``Decoded(batch, errors)`` is returned.
 
@@ -475,7 +500,8 @@ class JSONDeserializer:
             first = next((v for v in values if v is not None), None)
             if first is not None and not isinstance(first, (bytes, bytearray, memoryview)):
                 values = [_message_value(v) for v in values]
-        text = self._reader_text_for(ctx)
+        first = next((v for v in values if v is not None), None) if isinstance(values, (list, tuple)) else None
+        text = self._reader_text_for(ctx, first)
         key = (text, on_error)
         decoder = self._batch_decoders.get(key)
         if decoder is None:

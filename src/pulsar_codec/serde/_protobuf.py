@@ -50,7 +50,7 @@ from ..pipeline import Decoded, MessageDecoder, MessageEncoder
 from ..registry.base import SchemaReference
 from ..registry.lookup import fetch_schema
 from ._avro import _DESERIALIZER_DEFAULTS, _SERIALIZER_DEFAULTS, _message_value, _settings
-from ._subjects import SubjectNameStrategy, client_of, resolve_strategy
+from ._subjects import SubjectNameStrategy, client_of, latest_subject, resolve_strategy
 
 __all__ = ["ProtobufDeserializer", "ProtobufSerializer"]
 
@@ -264,7 +264,10 @@ class ProtobufSerializer:
         ``subject.name.strategy.type`` (the record name is the message's full name),
         ``skip.known.types`` (True), ``reference.subject.name.strategy`` (a callable ``(ctx,
         file descriptor) -> subject``; default the import name), ``use.deprecated.format`` (only
-        False). Other keys raise ValueError.
+        False), ``schema.id.serializer`` (only confluent-kafka's ``prefix_schema_id_serializer``).
+        Other keys raise ValueError. With ``use.schema.id`` the message is written with that id's
+        schema (a message type it does not define is refused); unlike confluent-kafka the id need
+        not be registered under the context's subject.
     to_dict : callable, optional
         ``to_dict(obj, ctx) -> dict | Message``, applied before writing.
     message : str, optional
@@ -369,10 +372,11 @@ class ProtobufSerializer:
         """The id and model ``subject`` writes with (registry round trips once, then cached)."""
         model = self._model
         if self._use_id is not None:
+            # written with the id's own schema (a message of another schema is refused), not with
+            # a given schema the frame does not name
             schema_id = self._use_id
-            if model is None:
-                fetched = fetch_schema(self._client, schema_id)
-                model = _parse_registered(self._client, str(fetched.schema), fetched.references, self._message)
+            fetched = fetch_schema(self._client, schema_id)
+            model = _parse_registered(self._client, str(fetched.schema), fetched.references, self._message)
         elif self._use_latest:
             assert subject is not None
             schema_id, text, registered = self._registry.latest(subject)
@@ -510,9 +514,12 @@ class ProtobufDeserializer:
     from_dict : callable, optional
         ``from_dict(dict, ctx) -> object``, applied to each value :meth:`__call__` returns.
     conf : dict, optional
-        ``use.latest.version`` (read as the subject's latest version), ``subject.name.strategy`` /
-        ``subject.name.strategy.type``; ``use.deprecated.format`` only False. Other keys raise
-        ValueError.
+        ``use.latest.version`` (read as the subject's latest version; with a record strategy the
+        subject is named by the message type's full name; a call without a context reads the
+        message's own schema, as confluent-kafka does), ``subject.name.strategy`` /
+        ``subject.name.strategy.type``, ``schema.id.deserializer`` (only confluent-kafka's
+        ``prefix_schema_id_deserializer``); ``use.deprecated.format`` only False. Other keys
+        raise ValueError.
     message : str, optional
         The full name of the message type read. Default: each message's own type, by the index
         path of its frame (:meth:`decode_batch`: the type of the batch's first message). A message
@@ -566,6 +573,8 @@ class ProtobufDeserializer:
         self._lock = threading.Lock()
         self._decoders: dict[Any, MessageDecoder] = {}  # by (subject or None, on_error)
         self._fixes: dict[Any, ValueFix | None] = {}  # by (subject, schema id, path) or (subject, None)
+        self._writer_messages: dict[tuple[int, tuple[int, ...]], str | None] = {}  # by (id, path)
+        self._subject_messages: dict[str, str] = {}  # a record strategy's subject -> its message type
 
     # -- one message --------------------------------------------------------------------------------
 
@@ -583,7 +592,7 @@ class ProtobufDeserializer:
         """
         if data is None:
             return None
-        subject = self._subject(ctx)
+        subject = self._subject(ctx, data)
         decoder = self._decoder(subject, "raise")
         value = decoder.decode_value(data)
         fix = self._fix_for(decoder, subject, data)
@@ -591,28 +600,52 @@ class ProtobufDeserializer:
             value = fix(value)
         return self._from_dict(value, ctx) if self._from_dict is not None else value
 
-    def _subject(self, ctx: Any) -> str | None:
+    def _subject(self, ctx: Any, first: Any = None) -> str | None:
+        """With ``use.latest.version``, the subject whose latest version is read as: the one of
+        ``ctx`` (with a record strategy, of the full name of the message type of ``first``, a
+        framed message); None without a subject (then the given schema, else the writer's)."""
         if not self._use_latest:
             return None
-        subject = self._strategy(ctx, None)
-        if subject is None:
-            raise ValueError("use.latest.version needs a subject: the subject name strategy gave none")
+        named: list[str] = []
+
+        def writer_message() -> str | None:
+            name = self._writer_message(first)
+            if name is not None:
+                named.append(name)
+            return name
+
+        subject = latest_subject(self._strategy, ctx, writer_message)
+        if subject is not None and named and self._message is None:
+            # the subject is the message type's: its latest version is read as that type
+            self._subject_messages.setdefault(subject, named[0])
         return subject
+
+    def _writer_message(self, data: Any) -> str | None:
+        """The full name of the message type of framed message ``data`` (None: no frame)."""
+        found = _confluent_key(bytes(data)) if isinstance(data, (bytes, bytearray, memoryview)) else None
+        if found is None:
+            return None
+        if found not in self._writer_messages:
+            writer = self._decoder(None, "raise").writer_schema(found[0])
+            self._writer_messages[found] = FORMAT.select(writer, found[1]).message
+        return self._writer_messages[found]
 
     def _decoder(self, subject: str | None, on_error: str) -> MessageDecoder:
         key = (subject, on_error)
         found = self._decoders.get(key)
         if found is None:
             reader = self._reader
+            message = self._message
             if subject is not None:  # the subject's latest version, its references fetched too
+                message = message or self._subject_messages.get(subject)
                 _, text, references = _Registry(self._client).latest(subject)
-                reader = _parse_registered(self._client, text, references, self._message)
+                reader = _parse_registered(self._client, text, references, message)
             made = MessageDecoder(
                 self._client,
                 reader_schema=reader,
                 on_error=on_error,
                 format=_PROTOBUF,
-                message=self._message,
+                message=message,
             )
             with self._lock:
                 found = self._decoders.setdefault(key, made)
@@ -651,7 +684,7 @@ class ProtobufDeserializer:
         values : list of bytes / None, list of confluent-kafka ``Message``, or a binary Arrow array
             None gives a null row.
         ctx : SerializationContext, optional
-            Needed with ``use.latest.version`` (the subject).
+            With ``use.latest.version``, the subject (without one: read as without the setting).
         on_error : {"raise", "null"}
             ``"null"``: a bad message (or one of another message type) becomes a null row and
             ``Decoded(batch, errors)`` is returned.
@@ -665,7 +698,8 @@ class ProtobufDeserializer:
             first = next((v for v in values if v is not None), None)
             if first is not None and not isinstance(first, (bytes, bytearray, memoryview)):
                 values = [_message_value(v) for v in values]
-        return self._decoder(self._subject(ctx), on_error).decode(values)
+        first = next((v for v in values if v is not None), None) if isinstance(values, (list, tuple)) else None
+        return self._decoder(self._subject(ctx, first), on_error).decode(values)
 
     def close(self) -> None:
         """Close the registry client when this object built it (from a URL, path or RegistryConfig)."""

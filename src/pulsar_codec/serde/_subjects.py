@@ -20,6 +20,7 @@ __all__ = [
     "SerializationContext",
     "SubjectRegistry",
     "client_of",
+    "latest_subject",
     "record_subject_name_strategy",
     "subject_registry",
     "topic_record_subject_name_strategy",
@@ -106,6 +107,22 @@ def resolve_strategy(strategy: Any, strategy_type: Any) -> SubjectNameStrategy:
             f"subject.name.strategy.type {strategy_type!r} is not supported; use one of {sorted(STRATEGY_TYPES)}"
         )
     return STRATEGY_TYPES[name]
+
+
+def latest_subject(strategy: SubjectNameStrategy, ctx: Any, writer_name: Callable[[], str | None]) -> str | None:
+    """The subject whose latest version a deserializer with ``use.latest.version`` reads as,
+    found in confluent-kafka's order: none without a context (the message's own schema is read);
+    else the strategy given no record name; else, when that gives none (the record strategies),
+    the strategy given the name of the message's writer schema (``writer_name()``, fetched only then).
+    """
+    if ctx is None:
+        return None
+    subject = strategy(ctx, None)
+    if subject is None:
+        name = writer_name()
+        if name is not None:
+            subject = strategy(ctx, name)
+    return subject
 
 
 def normalized(text: str) -> str:
