@@ -40,6 +40,7 @@ from pulsar_codec.formats import get_format
 from pulsar_codec.formats.avro import parse as avro_parse
 from pulsar_codec.formats.json import EXTRA_COLUMN, FORMAT, JsonSchemaModel, map_model, parse, resolve_references
 from pulsar_codec.formats.json.mapping import build_json_layout
+from pulsar_codec.pipeline._common import SubjectShape
 
 with warnings.catch_warnings():
     # confluent-kafka's schema-registry module imports authlib's deprecated httpx integration, and
@@ -529,6 +530,13 @@ def test_decode_errors(kernels, payload, code, offset, words):
     assert decoded.errors.to_pylist()[0]["index"] == 1 and decoded.errors.to_pylist()[0]["code"] == code
 
 
+def test_a_number_past_the_double_range_names_float64(kernels):
+    schema = obj({"x": {"type": "number"}}, ["x"])
+    with pytest.raises(JsonDecodeError, match="number does not fit float64") as info:
+        decode(schema, ['{"x": 1.5}', '{"x": -1e309}'])
+    assert (info.value.code, info.value.index, info.value.offset) == (ErrorCode.JSON_NUMBER_RANGE, 1, 6)
+
+
 # -- oracle: instances of schemas decode as json.loads + the mapping's conversions --------------------------
 
 
@@ -638,6 +646,24 @@ def test_non_null_fields_are_the_required_properties_of_a_type_without_null():
     assert fmt.non_null_fields(fmt.parse(json.dumps({"type": "string"}))) == frozenset()
     for root in ({"type": ["object", "null"]}, {"oneOf": [{"type": "object"}, {"type": "null"}]}):
         assert fmt.non_null_fields(fmt.parse(json.dumps({**NON_NULL_DOC, **root}))) == frozenset()
+
+
+def test_nullable_fields_are_the_optional_properties_and_the_required_ones_that_admit_null():
+    fmt = get_format("JSON")
+    model = fmt.parse(json.dumps(NON_NULL_DOC))
+    # required, but null is valid: by a type list, a $ref to one, a oneOf with null, no type at all
+    assert fmt.nullable_fields(model) == {"maybe", "optional", "referenced", "choice", "untyped"}
+    with_enum = {
+        **NON_NULL_DOC,
+        "properties": {"e": {"enum": ["a", None]}, "f": {"enum": ["a"]}},
+        "required": ["e", "f"],
+    }
+    assert fmt.nullable_fields(fmt.parse(with_enum)) == {"e"}
+    # a schema derived from a non-null Arrow column for the subject keeps such a property nullable
+    shape = SubjectShape("R", fmt.nullable_fields(model))
+    derived = shape.derive(fmt, pa.schema([pa.field(n, pa.string(), nullable=False) for n in ("choice", "plain")]))
+    assert derived.document["properties"]["choice"] == {"type": ["string", "null"]}
+    assert derived.document["required"] == ["plain"]
 
 
 _ANY_JSON = st.one_of(st.none(), st.integers(-5, 5), st.text(max_size=3), st.booleans())

@@ -29,6 +29,7 @@ from ..._kernels.defs import (
     J_ARRAY,
     J_BYTES_B64,
     J_DATE,
+    J_DOUBLE,
     J_FIXED_B64,
     J_FLOAT,
     J_INT,
@@ -50,7 +51,7 @@ from ..avro.format import FORMAT as FORMAT_AVRO
 from ..avro.format import AvroPlan, finish, kernel_layout, run
 from ..avro.plan import Layout, build_plan
 from ..base import RowError, Segment
-from .mapping import JsonMapping, build_json_layout, map_model
+from .mapping import JsonMapping, build_json_layout, map_model, null_is_valid
 from .schema import JsonSchemaModel, parse, resolve_references
 
 __all__ = ["FORMAT", "JsonFormat", "JsonPlan", "loads_exact"]
@@ -62,6 +63,7 @@ _RANGES = {
     J_INT: "int32",
     J_LONG: "int64",
     J_FLOAT: "float32",
+    J_DOUBLE: "float64",
     J_TIME_MILLIS: "time-millis (0 to 86399999, one day)",
     J_TIME_MICROS: "time-micros (0 to 86399999999, one day)",
 }
@@ -320,20 +322,22 @@ class JsonFormat:
         )
 
     def nullable_fields(self, model: JsonSchemaModel) -> frozenset[str]:
-        """The top-level properties a value may leave out or set to null (those of a Pulsar JSON
-        schema's Avro record that admit null)."""
+        """The top-level properties a value may leave out or set to null: those not ``required``,
+        and required ones whose schema admits null (``["T", "null"]``, ``oneOf`` / ``anyOf`` with
+        null, a ``$ref`` to such a schema, an ``enum`` with null, ...), as the ``jsonschema``
+        validator decides; of a Pulsar JSON schema's Avro record, the fields that admit null."""
         if model.avro is not None:
             return FORMAT_AVRO.nullable_fields(model.avro)
         document = model.document
         if not isinstance(document, dict) or not isinstance(document.get("properties"), dict):
             return frozenset()
         required = set(document.get("required") or ())
-        found = set()
-        for name, prop in document["properties"].items():
-            declared = prop.get("type") if isinstance(prop, dict) else None
-            if name not in required or declared == "null" or (isinstance(declared, list) and "null" in declared):
-                found.add(name)
-        return frozenset(found)
+        validator, resolver = model.validator(), model.resolver()
+        return frozenset(
+            name
+            for name, prop in document["properties"].items()
+            if name not in required or null_is_valid(validator, prop, resolver)
+        )
 
     def model_from_arrow(
         self, schema: pa.Schema, name: str = "Record", nulls: Mapping[str, bool] | None = None

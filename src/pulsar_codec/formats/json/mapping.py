@@ -84,7 +84,7 @@ if TYPE_CHECKING:
 
     Resolver = _Resolver[Any]
 
-__all__ = ["EXTRA_COLUMN", "JsonMapping", "map_model", "build_json_layout"]
+__all__ = ["EXTRA_COLUMN", "JsonMapping", "map_model", "build_json_layout", "null_is_valid"]
 
 EXTRA_COLUMN = "_extra"
 """Arrow name of the ``keep_extra`` column (``_`` is appended while a property has that name)."""
@@ -442,10 +442,17 @@ class _JsonSchemaMapper:
         (null is then written, as before this check)."""
         if self._validator is None:
             self._validator = self.model.validator()
-        try:
-            return next(iter(self._validator.descend(None, schema, resolver=resolver)), None) is None
-        except (RecursionError, referencing.exceptions.Unresolvable):
-            return True
+        return null_is_valid(self._validator, schema, resolver)
+
+
+def null_is_valid(validator: Any, schema: Any, resolver: Resolver) -> bool:
+    """Whether JSON null is valid under ``schema`` (its references read through ``resolver``), as the
+    ``jsonschema`` ``validator`` of its document decides; a schema it cannot settle counts as
+    admitting null."""
+    try:
+        return next(iter(validator.descend(None, schema, resolver=resolver)), None) is None
+    except (RecursionError, referencing.exceptions.Unresolvable):
+        return True
 
 
 def _is_object(schema: dict[str, Any]) -> bool:
