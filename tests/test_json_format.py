@@ -321,12 +321,40 @@ def test_parse_detects_kind_and_canonical_key():
         ('{"type": "strin"}', "not a valid JSON Schema"),
         ('{"type": "object", "required": "a"}', "not a valid JSON Schema"),
         ("[1, 2]", "must be a JSON object or a boolean"),
-        ('{"$schema": "https://example.com/nope", "type": "string"}', "unknown JSON Schema dialect"),
     ],
 )
 def test_parse_refuses(text, match):
     with pytest.raises(SchemaError, match=match):
         parse(text)
+
+
+def test_dialects_in_other_spellings_and_unknown_ones_read_as_confluent_reads_them(backend, caplog):
+    """https for draft-07, a missing '#', and "http://json-schema.org/schema#" all appear in real
+    registries; Confluent reads a dialect it does not know as draft-07, so its topic stays readable."""
+    import logging
+
+    import pulsar_codec as pc
+    from pulsar_codec import wire
+
+    body = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    message = wire.CONFLUENT.pack(1, b'{"a": 3}')
+    for dialect in (
+        "https://json-schema.org/draft-07/schema#",
+        "http://json-schema.org/draft-07/schema",
+        "https://json-schema.org/draft/2020-12/schema#",
+        "https://example.com/nope",
+    ):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="pulsar_codec"):
+            model = parse(json.dumps({"$schema": dialect, **body}))
+            batch = pc.decode([message], {1: json.dumps({"$schema": dialect, **body})}, format="JSON")
+        assert batch.column("a").to_pylist() == [3]
+        unknown = dialect == "https://example.com/nope"
+        assert ("read as draft-07" in caplog.text) == unknown
+        if unknown or "draft-07" in dialect:
+            assert model.document["$schema"] == "http://json-schema.org/draft-07/schema#"
+        else:
+            assert model.document["$schema"] == "https://json-schema.org/draft/2020-12/schema"
 
 
 def test_plan_needs_json_models_and_shares_base():

@@ -3,7 +3,9 @@
 :func:`parse` reads either kind of document into a :class:`JsonSchemaModel`:
 
 - a **JSON Schema** document (draft-07 and 2020-12 as Confluent's JSON Schema serdes register
-  them; a document without ``$schema`` is read as draft-07, Confluent's default), checked against
+  them; a document without ``$schema``, or naming a dialect in another spelling than the
+  meta-schema's (``https`` for draft-07, no ``#``) or none known, is read as Confluent reads it:
+  the dialect meant, else draft-07), checked against
   its meta-schema. ``$ref`` is resolved by the ``referencing`` library: inside the document
   (``#/definitions/...``, ``#/$defs/...``, embedded ``$id`` s) and against the registry's schema
   references, each registered under its reference ``name`` (as Confluent's serdes do);
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -129,6 +132,46 @@ class JsonSchemaModel:
         return f"<JSON schema {self.kind} {self.key[:60]}{'...' if len(self.key) > 60 else ''}>"
 
 
+_log = logging.getLogger("pulsar_codec")
+_DRAFT7_URI = "http://json-schema.org/draft-07/schema#"
+
+
+def _known_dialect(uri: str) -> str | None:
+    """The spelling of meta-schema ``uri`` the ``referencing`` library knows, allowing the other
+    scheme (``https`` for a draft-07 one, as people often write) and a missing or extra ``#``, as
+    Confluent's registry does; None for a dialect it does not know."""
+    rest = uri.strip()
+    for scheme in ("http://", "https://"):
+        if rest.startswith(scheme):
+            rest = rest[len(scheme) :].rstrip("#")
+            break
+    else:
+        return None
+    for candidate in (f"http://{rest}#", f"http://{rest}", f"https://{rest}", f"https://{rest}#"):
+        try:
+            referencing.jsonschema.specification_with(candidate)
+        except referencing.jsonschema.UnknownDialect:
+            continue
+        return candidate
+    return None
+
+
+def _with_dialect(document: Any, what: str) -> Any:
+    """``document`` with its ``$schema`` spelt as the validators know it; a dialect nobody knows
+    is read as draft-07, as Confluent's registry reads it (with a warning), rather than refused:
+    the registry took the schema, so its topic must be readable."""
+    dialect = document.get("$schema") if isinstance(document, dict) else None
+    if not isinstance(dialect, str):
+        return document
+    known = _known_dialect(dialect)
+    if known is None:
+        _log.warning(
+            "%s: unknown JSON Schema dialect %r, read as draft-07 (as Confluent's registry does)", what, dialect
+        )
+        known = _DRAFT7_URI
+    return document if known == dialect else {**document, "$schema": known}
+
+
 def _specification(document: Any) -> referencing.Specification[Any]:
     """The JSON Schema dialect of ``document``: its ``$schema``, else draft-07 (Confluent's default)."""
     dialect = document.get("$schema") if isinstance(document, dict) else None
@@ -167,7 +210,7 @@ def _is_avro(document: Any) -> bool:
 def _check_json_schema(document: Any, what: str) -> None:
     if not isinstance(document, (dict, bool)):
         raise SchemaError(f"{what} must be a JSON object or a boolean, got {type(document).__name__}")
-    _specification(document)  # an unknown dialect is refused here, before a validator is chosen for it
+    _specification(document)  # the dialect is known here (_with_dialect), before a validator is chosen for it
     try:
         validator = jsonschema.validators.validator_for(document, default=jsonschema.Draft7Validator)
         validator.check_schema(document)
@@ -217,6 +260,7 @@ def _references(references: Any) -> tuple[tuple[str, Any], ...]:
         if name in out:
             continue
         document, _ = _load(text, f"referenced schema {name!r}")
+        document = _with_dialect(document, f"referenced schema {name!r}")
         _check_json_schema(document, f"referenced schema {name!r}")
         out[name] = document
         if nested:
@@ -303,7 +347,8 @@ def parse(schema: Any, references: Any = None, *, keep_extra: bool = False, vali
     ------
     SchemaError
         Not JSON, not a valid JSON Schema (meta-schema check) or Avro schema, a reference
-        without its text, an unknown ``$schema`` dialect.
+        without its text. (A ``$schema`` dialect no validator knows is read as draft-07, with a
+        warning, as Confluent's registry reads it.)
     """
     if isinstance(schema, JsonSchemaModel):
         if (keep_extra and not schema.keep_extra) or (validate and not schema.validate):
@@ -318,6 +363,7 @@ def parse(schema: Any, references: Any = None, *, keep_extra: bool = False, vali
         if validate:
             raise SchemaError("validate=True checks JSON Schema constraints: a Pulsar JSON (Avro) schema has none")
         return JsonSchemaModel("avro", document, text or json.dumps(document), key, (), avro, keep_extra)
+    document = _with_dialect(document, "schema")
     _check_json_schema(document, "schema")
     refs = _references(references)
     key = canonical(document) if not refs else canonical({"schema": document, "references": dict(refs)})
