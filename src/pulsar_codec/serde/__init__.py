@@ -20,9 +20,14 @@ Deliberate differences from confluent-kafka: a bad frame or body raises this pac
 :class:`~pulsar_codec.errors.WireFormatError` / ``*DecodeError`` (``ValueError`` subclasses) and an
 unknown id :class:`~pulsar_codec.errors.SchemaNotFoundError`, not confluent-kafka's
 ``SerializationError`` / ``SchemaRegistryError`` (its ``DeserializingConsumer`` wraps either kind
-the same way); schema ids travel in the payload prefix only (``schema.id.serializer`` /
-``schema.id.deserializer`` take just confluent-kafka's prefix functions; header ids are neither
-written nor read); ``use.schema.id`` does not check that the id is registered under the subject;
+the same way); the serializers write the schema id in the payload prefix only
+(``schema.id.serializer`` takes just confluent-kafka's ``prefix_schema_id_serializer``), while the
+deserializers read ids as confluent-kafka's default ``dual_schema_id_deserializer`` does: the
+context's ``__value_schema_id`` / ``__key_schema_id`` header first (``01`` + GUID or ``00`` + id,
+the whole payload then being data; a malformed header raises WireFormatError naming it), else the
+``00`` + id or ``01`` + GUID prefix (``prefix_schema_id_deserializer``: the prefix only), and
+``decode_batch`` reads each confluent-kafka ``Message``'s ``__value_schema_id`` header likewise;
+``use.schema.id`` does not check that the id is registered under the subject;
 ``use.latest.with.metadata``, the ``ASSOCIATED`` strategy and data-contract rules are refused by name.
 """
 

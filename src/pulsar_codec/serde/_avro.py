@@ -17,11 +17,23 @@ from typing import Any, Self
 import pyarrow as pa
 
 from .. import wire
-from ..errors import EncodeError
+from ..errors import EncodeError, ErrorCode, WireFormatError
 from ..formats.avro.schema import Named, Primitive, Schema, parse, to_json
+from ..formats.base import errors_table
 from ..pipeline import Decoded, MessageDecoder, MessageEncoder
+from ..pipeline._resolver import Pathed
 from ..registry.lookup import fetch_schema
-from ._subjects import SubjectNameStrategy, client_of, latest_subject, resolve_strategy, subject_registry
+from ._subjects import (
+    SubjectNameStrategy,
+    WriterId,
+    client_of,
+    find_header,
+    latest_subject,
+    read_schema_id,
+    resolve_strategy,
+    schema_id_header,
+    subject_registry,
+)
 from ._values import rows_reader, value_reader
 
 __all__ = ["AvroDeserializer", "AvroSerializer"]
@@ -54,27 +66,35 @@ _NOT_SUPPORTED = frozenset(
 )
 
 
-# schema.id.serializer / schema.id.deserializer: confluent-kafka's functions that place the id
-# as these serdes do (the payload prefix) are taken; any other placement is refused
+# schema.id.serializer / schema.id.deserializer: confluent-kafka's functions by name. The
+# deserializers read ids as its default dual_schema_id_deserializer does (a header first, then the
+# payload prefix) or, given prefix_schema_id_deserializer, from the prefix only; the serializers
+# write the prefix only (header_schema_id_serializer is refused)
 _ID_PLACEMENT = {
-    "schema.id.serializer": ("prefix_schema_id_serializer",),
-    "schema.id.deserializer": ("prefix_schema_id_deserializer",),
+    "schema.id.serializer": {"prefix_schema_id_serializer": "prefix"},
+    "schema.id.deserializer": {"dual_schema_id_deserializer": "dual", "prefix_schema_id_deserializer": "prefix"},
 }
 _SERIALIZER_ONLY = ("schema.id.serializer",)
 
 
-def _check_id_placement(key: str, value: Any, serializer: bool) -> None:
-    """Accept ``value`` for ``key`` when it is confluent-kafka's prefix function; else ValueError."""
+def _check_id_placement(key: str, value: Any, serializer: bool) -> str:
+    """``"prefix"`` or ``"dual"`` for confluent-kafka's function ``value`` of ``key``; else ValueError."""
     if (key in _SERIALIZER_ONLY) != serializer:
         raise ValueError(f"Unrecognized properties: {key}")
     names = _ID_PLACEMENT[key]
-    if getattr(value, "__name__", None) in names and str(getattr(value, "__module__", "")).startswith(
-        "confluent_kafka."
-    ):
-        return
+    name = getattr(value, "__name__", None)
+    if name in names and str(getattr(value, "__module__", "")).startswith("confluent_kafka."):
+        return names[name]
+    if serializer:
+        raise ValueError(
+            f"{key} {value!r} is not supported: pulsar_codec.serde writes the schema id in the payload "
+            "prefix only (confluent-kafka's prefix_schema_id_serializer); ids in message headers "
+            "(header_schema_id_serializer) are not written"
+        )
     raise ValueError(
-        f"{key} {value!r} is not supported: pulsar_codec.serde reads and writes the schema id in the "
-        f"payload prefix only (confluent-kafka's {names[0]}); ids in message headers are not supported"
+        f"{key} {value!r} is not supported: use confluent-kafka's dual_schema_id_deserializer (the "
+        "default: the __value_schema_id / __key_schema_id header, else the payload prefix) or "
+        "prefix_schema_id_deserializer"
     )
 
 
@@ -83,9 +103,11 @@ def _settings(conf: Mapping[str, Any] | None, defaults: dict[str, Any]) -> dict[
     if conf is not None and not isinstance(conf, Mapping):
         raise TypeError(f"conf must be a dict, got {type(conf).__name__}")
     given = dict(conf or {})
+    serializer = "auto.register.schemas" in defaults
+    placement = "prefix" if serializer else "dual"
     for key in _ID_PLACEMENT:
         if key in given:
-            _check_id_placement(key, given.pop(key), "auto.register.schemas" in defaults)
+            placement = _check_id_placement(key, given.pop(key), serializer)
     unsupported = sorted(k for k in given if k in _NOT_SUPPORTED)
     if unsupported:
         raise ValueError(
@@ -94,7 +116,7 @@ def _settings(conf: Mapping[str, Any] | None, defaults: dict[str, Any]) -> dict[
     unknown = sorted(k for k in given if k not in defaults)
     if unknown:
         raise ValueError(f"Unrecognized properties: {', '.join(unknown)}")
-    settings = {**defaults, **given}
+    settings = {**defaults, **given, "schema.id.placement": placement}
     for key in ("auto.register.schemas", "normalize.schemas", "use.latest.version"):
         if key in settings and not isinstance(settings[key], bool):
             raise ValueError(f"{key} must be a boolean value")
@@ -334,7 +356,9 @@ class AvroDeserializer:
         ``subject.name.strategy`` / ``subject.name.strategy.type`` as for the serializer, given
         the writer schema's name when the strategy needs a record name; a call without a context
         reads the message's own schema, as confluent-kafka does), ``schema.id.deserializer``
-        (only confluent-kafka's ``prefix_schema_id_deserializer``). Other keys raise ValueError.
+        (confluent-kafka's ``dual_schema_id_deserializer``, the default: the
+        ``__value_schema_id`` / ``__key_schema_id`` header of the context, else the payload prefix;
+        or ``prefix_schema_id_deserializer``: the prefix only). Other keys raise ValueError.
     return_record_name : bool
         confluent-kafka's parameter (also its fourth positional one, with ``conf`` fifth); only
         False.
@@ -367,6 +391,7 @@ class AvroDeserializer:
             )
         settings = _settings(conf, _DESERIALIZER_DEFAULTS)
         self._use_latest: bool = settings["use.latest.version"]
+        self._dual: bool = settings["schema.id.placement"] == "dual"  # ids in headers read too
         self._strategy: SubjectNameStrategy = resolve_strategy(
             settings["subject.name.strategy"], settings["subject.name.strategy.type"]
         )
@@ -377,7 +402,7 @@ class AvroDeserializer:
         self._lock = threading.Lock()
         self._readers: dict[Any, _Reader] = {}  # by writer id (no reader schema) or reader text
         self._latest: dict[str, str] = {}
-        self._writer_names: dict[int, str | None] = {}  # by writer id, for a record strategy's subject
+        self._writer_names: dict[Any, str | None] = {}  # by writer id, for a record strategy's subject
         self._batch_decoders: dict[tuple[str | None, str], MessageDecoder] = {}
 
     # -- one message -----------------------------------------------------------------------------
@@ -394,16 +419,49 @@ class AvroDeserializer:
         """
         if data is None:
             return None
-        reader = self._reader_for(data, ctx)
+        if ctx is not None and self._dual and getattr(ctx, "headers", None):
+            header = schema_id_header(ctx)
+            if header is not None:  # the id is the header's; the payload is all data
+                return self._with_id(data, ctx, read_schema_id(header[1], False, header=header[0]))
+        try:
+            reader = self._reader_for(data, ctx)
+            if reader.raw:
+                value: Any = bytes(wire.CONFLUENT.unpack(data)[1])
+            elif reader.per_value:
+                value = reader.decoder.decode_value(data)
+                if reader.convert is not None:
+                    value = reader.convert(value)
+            else:
+                batch = reader.decoder.decode([data])
+                assert isinstance(batch, pa.RecordBatch)  # the per-message decoders raise on bad data
+                value = reader.read(batch)[0]
+        except WireFormatError as exc:
+            if not _guid_prefixed(exc, data):
+                raise
+            return self._with_id(data, ctx, read_schema_id(data, False))
+        return self._from_dict(value, ctx) if self._from_dict is not None else value
+
+    def _with_id(self, data: Any, ctx: Any, writer: WriterId) -> Any:
+        """The value of a message whose schema id is known (from a header, or a GUID prefix):
+        its data starts at ``writer.start``."""
+        text = self._reader_text_for(ctx, writer)
+        key: Any = text if text is not None else writer.key
+        reader = self._readers.get(key)
+        if reader is None:
+            with self._lock:
+                reader = self._readers.get(key)
+                if reader is None:
+                    reader = self._new_reader(key, text)
+                    self._readers[key] = reader
+        body = data if writer.start == 0 else memoryview(data)[writer.start :]
         if reader.raw:
-            value: Any = bytes(wire.CONFLUENT.unpack(data)[1])
-            return self._from_dict(value, ctx) if self._from_dict is not None else value
-        if reader.per_value:
-            value = reader.decoder.decode_value(data)
+            value: Any = bytes(body)
+        elif reader.per_value:
+            value = reader.decoder.decode_value(body, writer.key)
             if reader.convert is not None:
                 value = reader.convert(value)
         else:
-            batch = reader.decoder.decode([data])
+            batch = reader.decoder.decode_payloads([bytes(body)], writer.key)
             assert isinstance(batch, pa.RecordBatch)  # the per-message decoders raise on bad data
             value = reader.read(batch)[0]
         return self._from_dict(value, ctx) if self._from_dict is not None else value
@@ -411,7 +469,7 @@ class AvroDeserializer:
     def _reader_text_for(self, ctx: Any, first: Any = None) -> str | None:
         """The reader schema: the given one, or with ``use.latest.version`` the latest version of
         the subject of ``ctx`` (with a record strategy, of the writer schema's name of ``first``,
-        a framed message); without a subject, the given one (None: the writer's)."""
+        a framed message or a :class:`WriterId`); without a subject, the given one (None: the writer's)."""
         if not self._use_latest:
             return self._reader_text
         subject = latest_subject(self._strategy, ctx, lambda: self._writer_name(first))
@@ -424,10 +482,11 @@ class AvroDeserializer:
         return text
 
     def _writer_name(self, data: Any) -> str | None:
-        """The full name of the writer schema of framed message ``data`` (None: unnamed or no frame)."""
-        if not isinstance(data, (bytes, bytearray, memoryview)) or len(data) < 5 or data[0] != 0:
+        """The full name of the writer schema of framed message ``data`` or of a :class:`WriterId`
+        (None: unnamed or no frame)."""
+        schema_id = _frame_key(data)
+        if schema_id is None:
             return None
-        schema_id = int.from_bytes(data[1:5], "big")
         if schema_id not in self._writer_names:
             self._writer_names[schema_id] = _record_name(parse(_text(fetch_schema(self._client, schema_id).schema)))
         return self._writer_names[schema_id]
@@ -468,8 +527,11 @@ class AvroDeserializer:
         Parameters
         ----------
         values : list of bytes / None, list of confluent-kafka ``Message``, or a binary Arrow array
-            What ``consumer.consume(num_messages=N)`` gave (messages' ``value()`` is taken), or
-            their values; any Arrow PyCapsule producer of binary works too. None gives a null row.
+            What ``consumer.consume(num_messages=N)`` gave (messages' ``value()`` is taken, and a
+            message's ``__value_schema_id`` header names its schema, the value then being all
+            data, as for one message), or their values (ids in ``00`` / ``01`` prefixes); any
+            Arrow PyCapsule producer of binary works too. None gives a null row. A malformed
+            header or prefix is its message's error (``WireFormatError``).
         ctx : SerializationContext, optional
             With ``use.latest.version``, the subject (without one: read as without the setting).
         on_error : {"raise", "null"}
@@ -482,13 +544,16 @@ class AvroDeserializer:
             Columns as the Arrow mapping of the reader schema (the given one, the subject's latest,
             or the newest writer schema in the batch); enums are dictionary columns.
         """
-        if isinstance(values, (list, tuple)):
-            first = next((v for v in values if v is not None), None)
-            if first is not None and not isinstance(first, (bytes, bytearray, memoryview)):
-                values = [_message_value(v) for v in values]
-        first = next((v for v in values if v is not None), None) if isinstance(values, (list, tuple)) else None
+        values, headers = _message_values(values, self._dual)
+        keep_going = on_error != "raise"
+        split = None if headers is None else _split_ids(values, headers, False, keep_going)
+        first: Any = _first_present(values) if split is None else next((w for w in split.ids if w is not None), None)
         text = self._reader_text_for(ctx, first)
-        if _is_raw_bytes(text if text is not None else self._first_writer(values)):
+        if split is not None and _is_raw_bytes(text if text is not None else self._writer_text(first)):
+            payloads = pa.array(split.bodies, pa.binary())
+            batch = pa.RecordBatch.from_arrays([payloads], names=["value"])
+            return Decoded(batch, errors_table(split.errors)) if keep_going else batch
+        if split is None and _is_raw_bytes(text if text is not None else self._first_writer(values)):
             payloads = wire.unframe(values, wire.CONFLUENT).payloads
             return pa.RecordBatch.from_arrays([payloads], names=["value"])
         key = (text, on_error)
@@ -497,7 +562,17 @@ class AvroDeserializer:
             decoder = MessageDecoder(self._client, reader_schema=text, on_error=on_error)
             with self._lock:
                 decoder = self._batch_decoders.setdefault(key, decoder)
-        return decoder.decode(values)
+        return _decode_batch(decoder, values, split, False, keep_going)
+
+    def _writer_text(self, first: WriterId | None) -> str | None:
+        """``'"bytes"'`` when the writer schema of ``first`` is a plain bytes schema, else None."""
+        if first is None:
+            return None
+        found = self._readers.get(first.key)
+        if found is None:
+            found = self._new_reader(first.key, None)
+            self._readers[first.key] = found
+        return '"bytes"' if found.raw else None
 
     def _first_writer(self, values: Any) -> str | None:
         """The writer schema of the first message of a list (what a batch without a reader is read as
@@ -534,3 +609,147 @@ def _message_value(item: Any) -> Any:
         return item
     value = getattr(item, "value", None)
     return value() if callable(value) else item
+
+
+_VALUE_HEADER = wire.CONFLUENT_VALUE_SCHEMA_ID_HEADER
+
+
+def _first_present(values: Any) -> Any:
+    return next((v for v in values if v is not None), None) if isinstance(values, (list, tuple)) else None
+
+
+def _message_values(values: Any, dual: bool) -> tuple[Any, list[Any] | None]:
+    """``values`` as payloads (a list of confluent-kafka ``Message`` gives their ``value()``), and
+    with ``dual``, when any message carries a ``__value_schema_id`` header, each message's header
+    value (None where it has none); else None."""
+    if not isinstance(values, (list, tuple)):
+        return values, None
+    first = _first_present(values)
+    if first is None or isinstance(first, (bytes, bytearray, memoryview)):
+        return values, None
+    if not dual:
+        return [_message_value(v) for v in values], None
+    payloads: list[Any] = []
+    headers: list[Any] = []
+    found = False
+    name = _VALUE_HEADER
+    for item in values:
+        value = None
+        try:
+            payload = item.value()
+        except AttributeError:  # None, bytes, or not a Message
+            payload = _message_value(item)
+        payloads.append(payload)
+        get = getattr(item, "headers", None)
+        listed = get() if callable(get) else None
+        if listed:
+            if type(listed) is list:
+                for header in listed:
+                    if header[0] == name:
+                        value = header[1]
+                        break
+            else:
+                value = find_header(listed, name)
+            if value is not None:
+                found = True
+        headers.append(value)
+    return payloads, headers if found else None
+
+
+def _guid_prefixed(exc: WireFormatError, data: Any) -> bool:
+    """Whether the wire error of a ``00``-prefix read is a ``01`` (GUID) prefix, read apart."""
+    return exc.code == ErrorCode.WIRE_BAD_MAGIC and data[:1] == b"\x01"
+
+
+def _frame_key(data: Any) -> Any:
+    """The schema id of a framed message (``00`` or ``01`` prefix) or of a :class:`WriterId`; None
+    for anything else."""
+    if isinstance(data, WriterId):
+        return data.key
+    if not isinstance(data, (bytes, bytearray, memoryview)) or len(data) < 5 or data[0] not in (0, 1):
+        return None
+    if data[0] == 0:
+        return int.from_bytes(data[1:5], "big")
+    try:
+        return read_schema_id(data, False).key
+    except WireFormatError:
+        return None
+
+
+@dataclass
+class _Split:
+    """A batch's messages with their schema ids read apart: the data of each (None for a null
+    message or a bad one), its :class:`WriterId` (None alike), and the bad ones' error rows."""
+
+    bodies: list[bytes | None]
+    ids: list[WriterId | None]
+    errors: list[tuple[Any, ...]]
+
+
+def _split_ids(values: Any, headers: list[Any], protobuf: bool, keep_going: bool) -> _Split:
+    """Each message's schema id, from its header when it has one (the payload is then all data),
+    else from its payload prefix (``00`` + id or ``01`` + GUID). A malformed header or prefix
+    raises its WireFormatError, or with ``keep_going`` becomes the message's error row."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = values.to_pylist()
+    bodies: list[bytes | None] = []
+    ids: list[WriterId | None] = []
+    errors: list[tuple[Any, ...]] = []
+    for i, (data, header) in enumerate(zip(values, headers)):
+        if data is None:
+            bodies.append(None)
+            ids.append(None)
+            continue
+        try:
+            if header is not None:
+                writer = read_schema_id(header, protobuf, header=_VALUE_HEADER, index=i)
+            else:
+                writer = read_schema_id(data, protobuf, index=i)
+        except WireFormatError as exc:
+            if not keep_going:
+                raise
+            errors.append((exc.code, i, exc.offset, exc.detail, str(exc)))
+            bodies.append(None)
+            ids.append(None)
+            continue
+        bodies.append(bytes(data) if writer.start == 0 else bytes(data[writer.start :]))
+        ids.append(writer)
+    return _Split(bodies, ids, errors)
+
+
+def _guid_rows(values: Any, errors: pa.Table) -> bool:
+    """Whether a bad-magic error row of a batch is a message with a ``01`` (GUID) prefix."""
+    for index, code in zip(errors.column("index").to_pylist(), errors.column("code").to_pylist()):
+        if code == ErrorCode.WIRE_BAD_MAGIC:
+            row = values[index]
+            row = row.as_py() if isinstance(row, pa.Scalar) else row
+            if row is not None and row[:1] == b"\x01":
+                return True
+    return False
+
+
+def _decode_batch(
+    decoder: MessageDecoder, values: Any, split: _Split | None, protobuf: bool, keep_going: bool
+) -> pa.RecordBatch | Decoded:
+    """``decoder.decode(values)`` when every message names its schema in a ``00`` prefix (the
+    common case, one kernel pass); else each message's id read apart (``split``: headers; or a
+    ``01`` GUID prefix found in a batch) and its data decoded with it, error rows merged in order."""
+    if split is None:
+        listable = isinstance(values, (list, tuple, pa.Array, pa.ChunkedArray))
+        try:
+            result = decoder.decode(values)
+        except WireFormatError as exc:
+            if exc.code != ErrorCode.WIRE_BAD_MAGIC or exc.detail != 1 or not listable:
+                raise
+        else:
+            if not (listable and isinstance(result, Decoded) and _guid_rows(values, result.errors)):
+                return result
+        listed = values.to_pylist() if isinstance(values, (pa.Array, pa.ChunkedArray)) else list(values)
+        split = _split_ids(listed, [None] * len(listed), protobuf, keep_going)
+    ids = [None if w is None else (Pathed(w.key, w.path) if protobuf else w.key) for w in split.ids]
+    result = decoder.decode_payloads(split.bodies, ids)
+    if not split.errors:
+        return result
+    assert isinstance(result, Decoded)  # split errors are kept only with on_error="null"
+    errors = pa.concat_tables([result.errors, errors_table(split.errors)]).sort_by("index")
+    return Decoded(result.batch, errors)

@@ -36,7 +36,7 @@ from .._kernels.defs import (
     J_TIME_MILLIS,
     J_TIMESTAMP,
 )
-from ..errors import EncodeError
+from ..errors import EncodeError, WireFormatError
 from ..formats.avro import schema as av
 from ..formats.json.encoder import dumps_text
 from ..formats.json.format import loads_exact
@@ -44,8 +44,26 @@ from ..formats.json.mapping import map_model
 from ..formats.json.schema import JsonSchemaModel, parse
 from ..pipeline import Decoded, MessageDecoder, MessageEncoder
 from ..registry.lookup import fetch_schema
-from ._avro import _DESERIALIZER_DEFAULTS, _SERIALIZER_DEFAULTS, _message_value, _settings
-from ._subjects import SubjectNameStrategy, client_of, latest_subject, resolve_strategy
+from ._avro import (
+    _DESERIALIZER_DEFAULTS,
+    _SERIALIZER_DEFAULTS,
+    _decode_batch,
+    _first_present,
+    _frame_key,
+    _guid_prefixed,
+    _message_values,
+    _settings,
+    _split_ids,
+)
+from ._subjects import (
+    SubjectNameStrategy,
+    WriterId,
+    client_of,
+    latest_subject,
+    read_schema_id,
+    resolve_strategy,
+    schema_id_header,
+)
 
 __all__ = ["JSONDeserializer", "JSONSerializer"]
 
@@ -372,7 +390,9 @@ class JSONDeserializer:
         ``use.latest.version`` (with a record strategy the subject is named by the writer
         schema's ``title``; a call without a context reads the message's own schema, as
         confluent-kafka does), ``subject.name.strategy`` / ``subject.name.strategy.type``,
-        ``schema.id.deserializer`` (only confluent-kafka's ``prefix_schema_id_deserializer``);
+        ``schema.id.deserializer`` (confluent-kafka's ``dual_schema_id_deserializer``, the default: the
+        ``__value_schema_id`` / ``__key_schema_id`` header of the context, else the payload prefix;
+        or ``prefix_schema_id_deserializer``: the prefix only);
         ``validate`` is accepted (the payload is always checked against the schema's types, but
         not against JSON Schema's other keywords such as ``minimum``, which confluent-kafka's
         ``validate`` checks on read too).
@@ -401,6 +421,7 @@ class JSONDeserializer:
             raise ValueError("validate must be a boolean value")
         settings = _settings(given, _DESERIALIZER_DEFAULTS)
         self._use_latest: bool = settings["use.latest.version"]
+        self._dual: bool = settings["schema.id.placement"] == "dual"  # ids in headers read too
         self._strategy: SubjectNameStrategy = resolve_strategy(
             settings["subject.name.strategy"], settings["subject.name.strategy.type"]
         )
@@ -411,7 +432,7 @@ class JSONDeserializer:
         self._lock = threading.Lock()
         self._readers: dict[Any, _Reader] = {}
         self._latest: dict[str, str] = {}
-        self._writer_titles: dict[int, str | None] = {}  # by writer id, for a record strategy's subject
+        self._writer_titles: dict[Any, str | None] = {}  # by writer id, for a record strategy's subject
         self._batch_decoders: dict[tuple[str | None, str], MessageDecoder] = {}
 
     def __call__(self, data: bytes | None, ctx: Any = None) -> Any:
@@ -426,8 +447,33 @@ class JSONDeserializer:
         """
         if data is None:
             return None
-        reader = self._reader_for(data, ctx)
-        value = _to_json_values(reader.program, reader.shadow, reader.decoder.decode_value(data))
+        if ctx is not None and self._dual and getattr(ctx, "headers", None):
+            header = schema_id_header(ctx)
+            if header is not None:  # the id is the header's; the payload is all data
+                return self._with_id(data, ctx, read_schema_id(header[1], False, header=header[0]))
+        try:
+            reader = self._reader_for(data, ctx)
+            decoded = reader.decoder.decode_value(data)
+        except WireFormatError as exc:
+            if not _guid_prefixed(exc, data):
+                raise
+            return self._with_id(data, ctx, read_schema_id(data, False))
+        value = _to_json_values(reader.program, reader.shadow, decoded)
+        return self._from_dict(value, ctx) if self._from_dict is not None else value
+
+    def _with_id(self, data: Any, ctx: Any, writer: WriterId) -> Any:
+        """The value of a message whose schema id is known (from a header, or a GUID prefix)."""
+        text = self._reader_text_for(ctx, writer)
+        key: Any = text if text is not None else writer.key
+        reader = self._readers.get(key)
+        if reader is None:
+            with self._lock:
+                reader = self._readers.get(key)
+                if reader is None:
+                    reader = self._new_reader(key, text, data)
+                    self._readers[key] = reader
+        body = data if writer.start == 0 else memoryview(data)[writer.start :]
+        value = _to_json_values(reader.program, reader.shadow, reader.decoder.decode_value(body, writer.key))
         return self._from_dict(value, ctx) if self._from_dict is not None else value
 
     def _reader_text_for(self, ctx: Any, first: Any = None) -> str | None:
@@ -446,10 +492,11 @@ class JSONDeserializer:
         return text
 
     def _writer_title(self, data: Any) -> str | None:
-        """The ``title`` of the writer schema of framed message ``data`` (None: none, or no frame)."""
-        if not isinstance(data, (bytes, bytearray, memoryview)) or len(data) < 5 or data[0] != 0:
+        """The ``title`` of the writer schema of framed message ``data`` or of a :class:`WriterId`
+        (None: none, or no frame)."""
+        schema_id = _frame_key(data)
+        if schema_id is None:
             return None
-        schema_id = int.from_bytes(data[1:5], "big")
         if schema_id not in self._writer_titles:
             document = parse(str(fetch_schema(self._client, schema_id).schema)).document
             title = document.get("title") if isinstance(document, dict) else None
@@ -471,7 +518,7 @@ class JSONDeserializer:
 
     def _new_reader(self, key: Any, text: str | None, data: bytes) -> _Reader:
         decoder = MessageDecoder(self._client, reader_schema=text, format=_JSON)
-        if text is None and isinstance(key, int):
+        if text is None and key is not None:  # a writer id (an int or a GUID)
             text = str(fetch_schema(self._client, key).schema)
         if text is None:  # not a frame: the decoder raises the wire error of this message
             decoder.decode_value(data)
@@ -496,11 +543,10 @@ class JSONDeserializer:
         pa.RecordBatch or Decoded
             Columns as the JSON -> Arrow mapping of the reader schema.
         """
-        if isinstance(values, (list, tuple)):
-            first = next((v for v in values if v is not None), None)
-            if first is not None and not isinstance(first, (bytes, bytearray, memoryview)):
-                values = [_message_value(v) for v in values]
-        first = next((v for v in values if v is not None), None) if isinstance(values, (list, tuple)) else None
+        values, headers = _message_values(values, self._dual)
+        keep_going = on_error != "raise"
+        split = None if headers is None else _split_ids(values, headers, False, keep_going)
+        first: Any = _first_present(values) if split is None else next((w for w in split.ids if w is not None), None)
         text = self._reader_text_for(ctx, first)
         key = (text, on_error)
         decoder = self._batch_decoders.get(key)
@@ -508,7 +554,7 @@ class JSONDeserializer:
             decoder = MessageDecoder(self._client, reader_schema=text, on_error=on_error, format=_JSON)
             with self._lock:
                 decoder = self._batch_decoders.setdefault(key, decoder)
-        return decoder.decode(values)
+        return _decode_batch(decoder, values, split, False, keep_going)
 
     def close(self) -> None:
         """Close the registry client when this object built it (from a URL, path or RegistryConfig)."""

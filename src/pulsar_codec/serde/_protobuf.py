@@ -42,15 +42,33 @@ from google.protobuf import descriptor as pb_descriptor
 from google.protobuf.message import Message
 
 from .. import wire
-from ..errors import EncodeError
+from ..errors import EncodeError, WireFormatError
 from ..formats.protobuf import _printer
 from ..formats.protobuf.format import FORMAT
 from ..formats.protobuf.schema import ProtobufSchemaModel, parse, resolve_references, schema_text
 from ..pipeline import Decoded, MessageDecoder, MessageEncoder
+from ..pipeline._resolver import Pathed
 from ..registry.base import SchemaReference
 from ..registry.lookup import fetch_schema
-from ._avro import _DESERIALIZER_DEFAULTS, _SERIALIZER_DEFAULTS, _message_value, _settings
-from ._subjects import SubjectNameStrategy, client_of, latest_subject, resolve_strategy
+from ._avro import (
+    _DESERIALIZER_DEFAULTS,
+    _SERIALIZER_DEFAULTS,
+    _decode_batch,
+    _first_present,
+    _guid_prefixed,
+    _message_values,
+    _settings,
+    _split_ids,
+)
+from ._subjects import (
+    SubjectNameStrategy,
+    WriterId,
+    client_of,
+    latest_subject,
+    read_schema_id,
+    resolve_strategy,
+    schema_id_header,
+)
 
 __all__ = ["ProtobufDeserializer", "ProtobufSerializer"]
 
@@ -485,6 +503,22 @@ def _map_dicts(arrow_type: pa.DataType) -> ValueFix | None:
     return None
 
 
+def _writer_key(data: Any) -> tuple[Any, tuple[int, ...]] | None:
+    """``(schema id, message-index path)`` of a :class:`WriterId` or of a framed message (a
+    ``00`` or ``01`` prefix); None for anything else."""
+    if isinstance(data, WriterId):
+        return data.key, data.path or (0,)
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        return None
+    if data[:1] == b"\x01":
+        try:
+            found = read_schema_id(data, True)
+        except WireFormatError:
+            return None
+        return found.key, found.path or (0,)
+    return _confluent_key(bytes(data))
+
+
 def _confluent_key(data: bytes) -> tuple[int, tuple[int, ...]] | None:
     """``(schema id, message-index path)`` of a Confluent Protobuf frame, ``[0]`` for the one-byte
     form; None when the prefix is not one (the decoder then raises its wire error)."""
@@ -517,8 +551,9 @@ class ProtobufDeserializer:
         ``use.latest.version`` (read as the subject's latest version; with a record strategy the
         subject is named by the message type's full name; a call without a context reads the
         message's own schema, as confluent-kafka does), ``subject.name.strategy`` /
-        ``subject.name.strategy.type``, ``schema.id.deserializer`` (only confluent-kafka's
-        ``prefix_schema_id_deserializer``); ``use.deprecated.format`` only False. Other keys
+        ``subject.name.strategy.type``, ``schema.id.deserializer`` (confluent-kafka's
+        ``dual_schema_id_deserializer``, the default: the ``__value_schema_id`` / ``__key_schema_id``
+        header of the context, else the prefix; or ``prefix_schema_id_deserializer``); ``use.deprecated.format`` only False. Other keys
         raise ValueError.
     message : str, optional
         The full name of the message type read. Default: each message's own type, by the index
@@ -556,6 +591,7 @@ class ProtobufDeserializer:
             raise ValueError("use.deprecated.format is no longer supported")
         settings = _settings(given, _DESERIALIZER_DEFAULTS)
         self._use_latest: bool = settings["use.latest.version"]
+        self._dual: bool = settings["schema.id.placement"] == "dual"  # ids in headers read too
         self._strategy: SubjectNameStrategy = resolve_strategy(
             settings["subject.name.strategy"], settings["subject.name.strategy.type"]
         )
@@ -573,7 +609,7 @@ class ProtobufDeserializer:
         self._lock = threading.Lock()
         self._decoders: dict[Any, MessageDecoder] = {}  # by (subject or None, on_error)
         self._fixes: dict[Any, ValueFix | None] = {}  # by (subject, schema id, path) or (subject, None)
-        self._writer_messages: dict[tuple[int, tuple[int, ...]], str | None] = {}  # by (id, path)
+        self._writer_messages: dict[tuple[Any, tuple[int, ...]], str | None] = {}  # by (id, path)
         self._subject_messages: dict[str, str] = {}  # a record strategy's subject -> its message type
 
     # -- one message --------------------------------------------------------------------------------
@@ -592,10 +628,31 @@ class ProtobufDeserializer:
         """
         if data is None:
             return None
-        subject = self._subject(ctx, data)
-        decoder = self._decoder(subject, "raise")
-        value = decoder.decode_value(data)
+        if ctx is not None and self._dual and getattr(ctx, "headers", None):
+            header = schema_id_header(ctx)
+            if header is not None:  # the id (and index path) is the header's; the payload is all data
+                return self._with_id(data, ctx, read_schema_id(header[1], True, header=header[0]))
+        try:
+            subject = self._subject(ctx, data)
+            decoder = self._decoder(subject, "raise")
+            value = decoder.decode_value(data)
+        except WireFormatError as exc:
+            if not _guid_prefixed(exc, data):
+                raise
+            return self._with_id(data, ctx, read_schema_id(data, True))
         fix = self._fix_for(decoder, subject, data)
+        if fix is not None:
+            value = fix(value)
+        return self._from_dict(value, ctx) if self._from_dict is not None else value
+
+    def _with_id(self, data: Any, ctx: Any, writer: WriterId) -> Any:
+        """The value of a message whose schema id and index path are known (from a header, or a
+        GUID prefix)."""
+        subject = self._subject(ctx, writer)
+        decoder = self._decoder(subject, "raise")
+        body = data if writer.start == 0 else memoryview(data)[writer.start :]
+        value = decoder.decode_value(body, Pathed(writer.key, writer.path))
+        fix = self._fix_for(decoder, subject, writer)
         if fix is not None:
             value = fix(value)
         return self._from_dict(value, ctx) if self._from_dict is not None else value
@@ -621,8 +678,9 @@ class ProtobufDeserializer:
         return subject
 
     def _writer_message(self, data: Any) -> str | None:
-        """The full name of the message type of framed message ``data`` (None: no frame)."""
-        found = _confluent_key(bytes(data)) if isinstance(data, (bytes, bytearray, memoryview)) else None
+        """The full name of the message type of framed message ``data`` or of a :class:`WriterId`
+        (None: no frame)."""
+        found = _writer_key(data)
         if found is None:
             return None
         if found not in self._writer_messages:
@@ -651,12 +709,13 @@ class ProtobufDeserializer:
                 found = self._decoders.setdefault(key, made)
         return found
 
-    def _fix_for(self, decoder: MessageDecoder, subject: str | None, data: bytes) -> ValueFix | None:
-        """The map-to-dict converter of the message type ``data`` is read as."""
+    def _fix_for(self, decoder: MessageDecoder, subject: str | None, data: Any) -> ValueFix | None:
+        """The map-to-dict converter of the message type ``data`` (a framed message or a
+        :class:`WriterId`) is read as."""
         if self._reader is not None or subject is not None:
             key: Any = (subject, None)  # one reader for every message
         else:
-            found = _confluent_key(data)
+            found = _writer_key(data) if isinstance(data, WriterId) else _confluent_key(data)
             if found is None:
                 return None
             key = (None, *found)
@@ -694,12 +753,12 @@ class ProtobufDeserializer:
         pa.RecordBatch or Decoded
             Columns as the Protobuf -> Arrow mapping of the message read.
         """
-        if isinstance(values, (list, tuple)):
-            first = next((v for v in values if v is not None), None)
-            if first is not None and not isinstance(first, (bytes, bytearray, memoryview)):
-                values = [_message_value(v) for v in values]
-        first = next((v for v in values if v is not None), None) if isinstance(values, (list, tuple)) else None
-        return self._decoder(self._subject(ctx, first), on_error).decode(values)
+        values, headers = _message_values(values, self._dual)
+        keep_going = on_error != "raise"
+        split = None if headers is None else _split_ids(values, headers, True, keep_going)
+        first: Any = _first_present(values) if split is None else next((w for w in split.ids if w is not None), None)
+        decoder = self._decoder(self._subject(ctx, first), on_error)
+        return _decode_batch(decoder, values, split, True, keep_going)
 
     def close(self) -> None:
         """Close the registry client when this object built it (from a URL, path or RegistryConfig)."""
