@@ -618,8 +618,11 @@ def test_schema_id_placement_keys(backend, reg):
     assert ser(user(1), ctx()) == framed
     de = serde.AvroDeserializer(reg, conf={"schema.id.deserializer": ck_sr.prefix_schema_id_deserializer})
     assert de(framed, ctx()) == user(1)
-    with pytest.raises(ValueError, match="ids in message headers .*header_schema_id_serializer.* are not written"):
-        serde.AvroSerializer(reg, text(USER), conf={"schema.id.serializer": ck_sr.header_schema_id_serializer})
+    # header_schema_id_serializer: the payload unprefixed, 01 + GUID in the header (tests/test_serde_header_writer.py)
+    in_header = serde.AvroSerializer(reg, text(USER), conf={"schema.id.serializer": ck_sr.header_schema_id_serializer})
+    headers: list = []
+    assert in_header(user(1), SerializationContext("orders", MessageField.VALUE, headers)) == framed[5:]
+    assert [(name, value[:1], len(value)) for name, value in headers] == [("__value_schema_id", b"\x01", 17)]
     dual = serde.AvroDeserializer(reg, conf={"schema.id.deserializer": ck_sr.dual_schema_id_deserializer})
     assert dual(framed, ctx()) == user(1)  # confluent-kafka's default: headers, then the prefix
     with pytest.raises(ValueError, match="Unrecognized properties: schema.id.deserializer"):

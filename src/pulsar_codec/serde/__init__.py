@@ -20,9 +20,12 @@ Deliberate differences from confluent-kafka: a bad frame or body raises this pac
 :class:`~pulsar_codec.errors.WireFormatError` / ``*DecodeError`` (``ValueError`` subclasses) and an
 unknown id :class:`~pulsar_codec.errors.SchemaNotFoundError`, not confluent-kafka's
 ``SerializationError`` / ``SchemaRegistryError`` (its ``DeserializingConsumer`` wraps either kind
-the same way); the serializers write the schema id in the payload prefix only
-(``schema.id.serializer`` takes just confluent-kafka's ``prefix_schema_id_serializer``), while the
-deserializers read ids as confluent-kafka's default ``dual_schema_id_deserializer`` does: the
+the same way); the serializers write the schema id as confluent-kafka's
+``prefix_schema_id_serializer`` (the default: ``00`` + id) or, given ``schema.id.serializer`` =
+``header_schema_id_serializer``, as that one does (``01`` + the schema's GUID, asked of the
+registry once per subject, in the ``__value_schema_id`` / ``__key_schema_id`` header added to the
+context's headers list or dict; the payload unprefixed; a registry giving no GUID is a
+RegistryError, a context without headers a ValueError), while the deserializers read ids as confluent-kafka's default ``dual_schema_id_deserializer`` does: the
 context's ``__value_schema_id`` / ``__key_schema_id`` header first (``01`` + GUID or ``00`` + id,
 the whole payload then being data; a malformed header raises WireFormatError naming it), else the
 ``00`` + id or ``01`` + GUID prefix (``prefix_schema_id_deserializer``: the prefix only), and

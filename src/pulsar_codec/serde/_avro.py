@@ -26,11 +26,13 @@ from ..registry.lookup import fetch_schema
 from ._subjects import (
     SubjectNameStrategy,
     WriterId,
+    add_schema_id_header,
     client_of,
     find_header,
     latest_subject,
     read_schema_id,
     resolve_strategy,
+    schema_guid,
     schema_id_header,
     subject_registry,
 )
@@ -69,16 +71,18 @@ _NOT_SUPPORTED = frozenset(
 # schema.id.serializer / schema.id.deserializer: confluent-kafka's functions by name. The
 # deserializers read ids as its default dual_schema_id_deserializer does (a header first, then the
 # payload prefix) or, given prefix_schema_id_deserializer, from the prefix only; the serializers
-# write the prefix only (header_schema_id_serializer is refused)
+# write the prefix (prefix_schema_id_serializer, the default) or, given header_schema_id_serializer,
+# 01 + GUID in the context's __value_schema_id / __key_schema_id header and an unprefixed payload
 _ID_PLACEMENT = {
-    "schema.id.serializer": {"prefix_schema_id_serializer": "prefix"},
+    "schema.id.serializer": {"prefix_schema_id_serializer": "prefix", "header_schema_id_serializer": "header"},
     "schema.id.deserializer": {"dual_schema_id_deserializer": "dual", "prefix_schema_id_deserializer": "prefix"},
 }
 _SERIALIZER_ONLY = ("schema.id.serializer",)
 
 
 def _check_id_placement(key: str, value: Any, serializer: bool) -> str:
-    """``"prefix"`` or ``"dual"`` for confluent-kafka's function ``value`` of ``key``; else ValueError."""
+    """``"prefix"``, ``"header"`` or ``"dual"`` for confluent-kafka's function ``value`` of ``key``;
+    else ValueError."""
     if (key in _SERIALIZER_ONLY) != serializer:
         raise ValueError(f"Unrecognized properties: {key}")
     names = _ID_PLACEMENT[key]
@@ -87,9 +91,9 @@ def _check_id_placement(key: str, value: Any, serializer: bool) -> str:
         return names[name]
     if serializer:
         raise ValueError(
-            f"{key} {value!r} is not supported: pulsar_codec.serde writes the schema id in the payload "
-            "prefix only (confluent-kafka's prefix_schema_id_serializer); ids in message headers "
-            "(header_schema_id_serializer) are not written"
+            f"{key} {value!r} is not supported: use confluent-kafka's prefix_schema_id_serializer (the "
+            "default: 00 + id in the payload prefix) or header_schema_id_serializer (01 + GUID in the "
+            "__value_schema_id / __key_schema_id header)"
         )
     raise ValueError(
         f"{key} {value!r} is not supported: use confluent-kafka's dual_schema_id_deserializer (the "
@@ -161,6 +165,7 @@ class _Writer:
     encoder: MessageEncoder
     raw: bool  # a plain bytes schema: the value is the payload (see _is_raw_bytes)
     prefix: bytes  # the wire prefix of schema_id, framed once
+    header: bytes | None = None  # header mode: 01 + GUID, the schema-id header's value
 
 
 class AvroSerializer:
@@ -185,8 +190,10 @@ class AvroSerializer:
         subject``: :func:`topic_subject_name_strategy` by default, or the record / topic-record
         strategies, confluent-kafka's functions of those names work too) or
         ``subject.name.strategy.type`` (``"TOPIC"``, ``"RECORD"``, ``"TOPIC_RECORD"``),
-        ``schema.id.serializer`` (only confluent-kafka's ``prefix_schema_id_serializer``: ids in
-        headers are not written). Other keys raise ValueError. For confluent-kafka's positional
+        ``schema.id.serializer`` (confluent-kafka's ``prefix_schema_id_serializer``, the default,
+        or ``header_schema_id_serializer``: the payload unprefixed and ``01`` + the schema's GUID
+        in the context's ``__value_schema_id`` / ``__key_schema_id`` header, as confluent-kafka
+        writes it; the registry must give GUIDs). Other keys raise ValueError. For confluent-kafka's positional
         order the third argument may also be the ``to_dict`` callable.
     to_dict : callable, optional
         ``to_dict(obj, ctx) -> dict``, applied before writing.
@@ -222,6 +229,7 @@ class AvroSerializer:
         self._normalize: bool = settings["normalize.schemas"]
         self._use_latest: bool = settings["use.latest.version"]
         self._use_id: int | None = settings["use.schema.id"]
+        self._in_header: bool = settings["schema.id.placement"] == "header"
         if self._use_latest and self._auto_register:
             raise ValueError("cannot enable both use.latest.version and auto.register.schemas")
         self._strategy: SubjectNameStrategy = resolve_strategy(
@@ -240,7 +248,8 @@ class AvroSerializer:
         self._writers: dict[tuple[int, str], _Writer] = {}
 
     def __call__(self, obj: Any, ctx: Any = None) -> bytes | None:
-        """The framed message for ``obj`` (None for None).
+        """The framed message for ``obj`` (None for None); with ``header_schema_id_serializer``,
+        the unprefixed payload, its schema id added to ``ctx.headers``.
 
         Parameters
         ----------
@@ -253,6 +262,8 @@ class AvroSerializer:
         ------
         EncodeError
             The value does not fit the schema.
+        ValueError
+            Header mode with no context or no headers list / dict in it.
         SchemaNotFoundError, IncompatibleSchemaError, RegistryError
             From the registry (or confluent-kafka's ``SchemaRegistryError``).
         """
@@ -263,8 +274,15 @@ class AvroSerializer:
         if writer.raw:
             if not isinstance(value, (bytes, bytearray, memoryview)):
                 raise EncodeError(f"{value!r} is not bytes (the schema is bytes)")
-            return writer.prefix + bytes(value)
-        return writer.encoder.encode_value(value)
+            if writer.header is None:
+                return writer.prefix + bytes(value)
+            payload = bytes(value)
+        elif writer.header is None:
+            return writer.encoder.encode_value(value)
+        else:
+            payload = writer.encoder.encode_value(value, framed=False)
+        add_schema_id_header(ctx, writer.header)  # after the value is written, as confluent-kafka does
+        return payload
 
     def _subject(self, ctx: Any) -> str:
         subject = self._strategy(ctx, self._record_name)
@@ -307,7 +325,8 @@ class AvroSerializer:
         if writer is None:
             encoder = MessageEncoder(self._client, subject, schema=text, schema_id=schema_id)
             prefix = wire.CONFLUENT.pack(schema_id, b"")
-            writer = _Writer(schema_id, encoder, _is_raw_bytes(text), prefix)
+            header = b"\x01" + schema_guid(self._client, schema_id).bytes if self._in_header else None
+            writer = _Writer(schema_id, encoder, _is_raw_bytes(text), prefix, header)
             self._writers[key] = writer
         return writer
 

@@ -58,10 +58,12 @@ from ._avro import (
 from ._subjects import (
     SubjectNameStrategy,
     WriterId,
+    add_schema_id_header,
     client_of,
     latest_subject,
     read_schema_id,
     resolve_strategy,
+    schema_guid,
     schema_id_header,
 )
 
@@ -206,6 +208,7 @@ class _Writer:
     program: tuple[Any, ...]
     texts: bool  # the schema has JSON-text positions (see _texts_from_values)
     validate: Callable[[Any], None] | None
+    header: bytes | None = None  # header mode: 01 + GUID, the schema-id header's value
 
 
 def _validator(model: JsonSchemaModel) -> Callable[[Any], None] | None:
@@ -249,7 +252,9 @@ class JSONSerializer:
         ``subject.name.strategy.type`` (the record name is the schema's ``title``), ``validate``
         (True: full JSON Schema validation with ``jsonschema``, as confluent-kafka does; False
         still refuses values the schema's Arrow types cannot hold), ``schema.id.serializer``
-        (only confluent-kafka's ``prefix_schema_id_serializer``). Other keys raise ValueError.
+        (confluent-kafka's ``prefix_schema_id_serializer``, the default, or
+        ``header_schema_id_serializer``: ``01`` + GUID in the context's ``__value_schema_id`` /
+        ``__key_schema_id`` header, the payload unprefixed). Other keys raise ValueError.
         With ``use.schema.id`` the value is validated and written with that id's schema, as
         confluent-kafka does; unlike confluent-kafka the id need not be registered under the
         context's subject.
@@ -277,6 +282,7 @@ class JSONSerializer:
         self._normalize: bool = settings["normalize.schemas"]
         self._use_latest: bool = settings["use.latest.version"]
         self._use_id: int | None = settings["use.schema.id"]
+        self._in_header: bool = settings["schema.id.placement"] == "header"
         self._validate = validate
         if self._use_latest and self._auto_register:
             raise ValueError("cannot enable both use.latest.version and auto.register.schemas")
@@ -300,12 +306,15 @@ class JSONSerializer:
         self._subjects: dict[str | None, _Writer] = {}
 
     def __call__(self, obj: Any, ctx: Any = None) -> bytes | None:
-        """The framed message for ``obj`` (None for None).
+        """The framed message for ``obj`` (None for None); with ``header_schema_id_serializer``,
+        the unprefixed payload, its schema id added to ``ctx.headers``.
 
         Raises
         ------
         EncodeError
             The value does not fit the schema.
+        ValueError
+            Header mode with no context or no headers list / dict in it.
         """
         if obj is None:
             return None
@@ -315,7 +324,11 @@ class JSONSerializer:
             writer.validate(value)
         if writer.texts:
             value = _texts_from_values(writer.program, value)
-        return writer.encoder.encode_value(value)
+        if writer.header is None:
+            return writer.encoder.encode_value(value)
+        payload = writer.encoder.encode_value(value, framed=False)
+        add_schema_id_header(ctx, writer.header)  # after the value is written, as confluent-kafka does
+        return payload
 
     def _writer_for(self, ctx: Any) -> _Writer:
         subject = None if self._use_id is not None else self._strategy(ctx, self._record_name)
@@ -349,7 +362,8 @@ class JSONSerializer:
         model = parse(text)
         program = map_model(model).program
         check = _validator(model) if self._validate else None
-        return _Writer(schema_id, encoder, program, _has_text(program), check)
+        header = b"\x01" + schema_guid(self._client, schema_id).bytes if self._in_header else None
+        return _Writer(schema_id, encoder, program, _has_text(program), check, header)
 
     def close(self) -> None:
         """Close the registry client when this object built it (from a URL, path or RegistryConfig)."""

@@ -63,10 +63,12 @@ from ._avro import (
 from ._subjects import (
     SubjectNameStrategy,
     WriterId,
+    add_schema_id_header,
     client_of,
     latest_subject,
     read_schema_id,
     resolve_strategy,
+    schema_guid,
     schema_id_header,
 )
 
@@ -259,6 +261,7 @@ class _Writer:
     prefix: bytes  # 00 + id + the message-index path, framed once
     encoder: MessageEncoder  # dicts
     times: _TimeValues
+    header: bytes | None = None  # header mode: 01 + GUID + the message-index path (the prefix is then empty)
 
 
 class ProtobufSerializer:
@@ -282,7 +285,9 @@ class ProtobufSerializer:
         ``subject.name.strategy.type`` (the record name is the message's full name),
         ``skip.known.types`` (True), ``reference.subject.name.strategy`` (a callable ``(ctx,
         file descriptor) -> subject``; default the import name), ``use.deprecated.format`` (only
-        False), ``schema.id.serializer`` (only confluent-kafka's ``prefix_schema_id_serializer``).
+        False), ``schema.id.serializer`` (confluent-kafka's ``prefix_schema_id_serializer``, the
+        default, or ``header_schema_id_serializer``: ``01`` + GUID + the message-index array in the
+        context's ``__value_schema_id`` / ``__key_schema_id`` header, the payload unprefixed).
         Other keys raise ValueError. With ``use.schema.id`` the message is written with that id's
         schema (a message type it does not define is refused); unlike confluent-kafka the id need
         not be registered under the context's subject.
@@ -313,6 +318,7 @@ class ProtobufSerializer:
         self._normalize: bool = settings["normalize.schemas"]
         self._use_latest: bool = settings["use.latest.version"]
         self._use_id: int | None = settings["use.schema.id"]
+        self._in_header: bool = settings["schema.id.placement"] == "header"
         if not isinstance(extra["skip.known.types"], bool):
             raise ValueError("skip.known.types must be a boolean value")
         if not isinstance(extra["use.deprecated.format"], bool):
@@ -349,14 +355,16 @@ class ProtobufSerializer:
         self._subjects: dict[str | None, _Writer] = {}
 
     def __call__(self, obj: Any, ctx: Any = None) -> bytes | None:
-        """The framed message for ``obj`` (None for None): a dict, or a message instance.
+        """The framed message for ``obj`` (None for None): a dict, or a message instance; with
+        ``header_schema_id_serializer``, the unprefixed payload, its schema id added to ``ctx.headers``.
 
         Raises
         ------
         EncodeError
             The value does not fit the schema.
         ValueError
-            A message instance of another type than the serializer's.
+            A message instance of another type than the serializer's; header mode with no context
+            or no headers list / dict in it.
         """
         if obj is None:
             return None
@@ -368,8 +376,12 @@ class ProtobufSerializer:
                 raise ValueError(f"message must be of type {self._message}, not {name}")
             # the call confluent-kafka makes: the same bytes, map order included
             payload: bytes = value.SerializeToString()
+        else:
+            payload = writer.encoder.encode_value(writer.times(value), framed=False)
+        if writer.header is None:
             return writer.prefix + payload
-        return writer.prefix + writer.encoder.encode_value(writer.times(value), framed=False)
+        add_schema_id_header(ctx, writer.header)  # after the value is written, as confluent-kafka does
+        return payload
 
     def _writer_for(self, ctx: Any) -> _Writer:
         subject = None
@@ -414,7 +426,11 @@ class ProtobufSerializer:
             model = model.with_message(self._message)
         encoder = MessageEncoder(self._client, subject, schema=model, schema_id=schema_id, format=_PROTOBUF)
         path = FORMAT.type_path(model)
-        prefix = wire.CONFLUENT.pack(schema_id, b"") + wire.encode_message_indexes(path)
+        indexes = wire.encode_message_indexes(path)
+        if self._in_header:
+            header = b"\x01" + schema_guid(self._client, schema_id).bytes + indexes
+            return _Writer(schema_id, b"", encoder, _TimeValues(model.descriptor()), header)
+        prefix = wire.CONFLUENT.pack(schema_id, b"") + indexes
         return _Writer(schema_id, prefix, encoder, _TimeValues(model.descriptor()))
 
     def _registered_form(self, model: ProtobufSchemaModel, ctx: Any) -> tuple[str, list[SchemaReference]]:

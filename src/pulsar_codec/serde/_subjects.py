@@ -9,20 +9,23 @@ or ``01`` + 16-byte GUID; Protobuf then adds its message-index array), or, as co
 ``__key_schema_id`` of the context, whose value is that same prefix and whose payload is then all
 data. :func:`schema_id_header` finds the header as confluent-kafka's default
 ``dual_schema_id_deserializer`` does (the first matching entry of a list, or a dict lookup) and
-:func:`read_schema_id` reads either form.
+:func:`read_schema_id` reads either form. The serializers, given ``header_schema_id_serializer``,
+write ``01`` + the schema's GUID (:func:`schema_guid`, asked of the registry once per subject)
+there with :func:`add_schema_id_header`, as confluent-kafka does.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NamedTuple, Protocol
 
 from .. import wire
-from ..errors import ErrorCode, WireFormatError
+from ..errors import ErrorCode, RegistryError, WireFormatError
 from ..formats.avro.schema import parse, to_json
 
 __all__ = [
@@ -30,12 +33,14 @@ __all__ = [
     "SerializationContext",
     "SubjectRegistry",
     "WriterId",
+    "add_schema_id_header",
     "client_of",
     "find_header",
     "header_name",
     "latest_subject",
     "read_schema_id",
     "record_subject_name_strategy",
+    "schema_guid",
     "schema_id_header",
     "subject_registry",
     "topic_record_subject_name_strategy",
@@ -120,6 +125,71 @@ def schema_id_header(ctx: Any) -> tuple[str, Any] | None:
         return None
     value = find_header(headers, name)
     return None if value is None else (name, value)
+
+
+def add_schema_id_header(ctx: Any, value: bytes) -> None:
+    """Add the schema-id header ``value`` to ``ctx``'s headers, as confluent-kafka's
+    ``header_schema_id_serializer`` does: appended to a list, set in a dict.
+
+    Raises
+    ------
+    ValueError
+        No context, or a context without headers (``None``: a list made here would not reach the
+        message, since confluent-kafka's ``SerializingProducer`` sends the ``headers`` it was given,
+        so pass ``headers=[]`` to ``produce``), or headers neither a list nor a dict.
+    """
+    if ctx is None:
+        raise ValueError("header_schema_id_serializer needs a SerializationContext (whose headers get the schema id)")
+    headers = getattr(ctx, "headers", None)
+    name = header_name(ctx.field)
+    if isinstance(headers, list):
+        headers.append((name, value))
+    elif isinstance(headers, dict):
+        headers[name] = value
+    elif headers is None:
+        raise ValueError(
+            f"header_schema_id_serializer: the SerializationContext has no headers to add {name} to "
+            "(give produce() a headers list, e.g. headers=[])"
+        )
+    else:
+        raise ValueError(
+            f"header_schema_id_serializer: the context's headers must be a list or a dict to add {name} to, "
+            f"got {type(headers).__name__}"
+        )
+
+
+def _is_confluent_kafka_client(client: Any) -> bool:
+    return callable(getattr(client, "register_schema", None)) and not callable(getattr(client, "register_full", None))
+
+
+def schema_guid(client: Any, schema_id: int) -> uuid.UUID:
+    """The GUID of schema ``schema_id`` (what ``01`` + GUID names), as the registry gives it.
+
+    This package's registries give it with the schema (``RegisteredSchema.guid``);
+    confluent-kafka's ``SchemaRegistryClient`` does not with ``get_schema``, so the GUID is read
+    from a subject version that holds the schema (``get_schema_versions``, ``get_version``: the
+    GUID is the schema's, whatever the subject).
+
+    Raises
+    ------
+    RegistryError
+        The registry gives no GUID for the schema (registries older than Confluent's GUIDs).
+    """
+    if _is_confluent_kafka_client(client):
+        found = None
+        versions = client.get_schema_versions(schema_id, deleted=True)
+        if versions:
+            found = client.get_version(versions[0].subject, versions[0].version, deleted=True)
+    else:
+        found = client.get_schema(schema_id)
+    guid = getattr(found, "guid", None)
+    if guid is None:
+        raise RegistryError(
+            f"the registry gives no GUID for schema id {schema_id}: header_schema_id_serializer writes the "
+            "schema's GUID (01 + 16 bytes), which needs a registry that assigns GUIDs; use "
+            "prefix_schema_id_serializer with this registry"
+        )
+    return guid if isinstance(guid, uuid.UUID) else uuid.UUID(str(guid))
 
 
 _HEADER_CACHE: dict[tuple[bytes, bool], WriterId] = {}  # header value -> its id: headers repeat
