@@ -17,23 +17,31 @@ from typing import Any, Self
 import pyarrow as pa
 
 from .. import wire
-from ..errors import EncodeError, ErrorCode, WireFormatError
+from ..errors import EncodeError, WireFormatError
 from ..formats.avro.schema import Named, Primitive, Schema, parse, to_json
 from ..formats.base import errors_table
 from ..pipeline import Decoded, MessageDecoder, MessageEncoder
-from ..pipeline._resolver import Pathed
 from ..registry.lookup import fetch_schema
-from ._subjects import (
-    SubjectNameStrategy,
+from ._ids import (
+    ID_PLACEMENT,
     WriterId,
     add_schema_id_header,
-    client_of,
-    find_header,
-    latest_subject,
+    check_id_placement,
+    decode_with_ids,
+    first_present,
+    frame_key,
+    guid_prefixed,
+    message_values,
     read_schema_id,
-    resolve_strategy,
     schema_guid,
     schema_id_header,
+    split_ids,
+)
+from ._subjects import (
+    SubjectNameStrategy,
+    client_of,
+    latest_subject,
+    resolve_strategy,
     subject_registry,
 )
 from ._values import rows_reader, value_reader
@@ -68,40 +76,6 @@ _NOT_SUPPORTED = frozenset(
 )
 
 
-# schema.id.serializer / schema.id.deserializer: confluent-kafka's functions by name. The
-# deserializers read ids as its default dual_schema_id_deserializer does (a header first, then the
-# payload prefix) or, given prefix_schema_id_deserializer, from the prefix only; the serializers
-# write the prefix (prefix_schema_id_serializer, the default) or, given header_schema_id_serializer,
-# 01 + GUID in the context's __value_schema_id / __key_schema_id header and an unprefixed payload
-_ID_PLACEMENT = {
-    "schema.id.serializer": {"prefix_schema_id_serializer": "prefix", "header_schema_id_serializer": "header"},
-    "schema.id.deserializer": {"dual_schema_id_deserializer": "dual", "prefix_schema_id_deserializer": "prefix"},
-}
-_SERIALIZER_ONLY = ("schema.id.serializer",)
-
-
-def _check_id_placement(key: str, value: Any, serializer: bool) -> str:
-    """``"prefix"``, ``"header"`` or ``"dual"`` for confluent-kafka's function ``value`` of ``key``;
-    else ValueError."""
-    if (key in _SERIALIZER_ONLY) != serializer:
-        raise ValueError(f"Unrecognized properties: {key}")
-    names = _ID_PLACEMENT[key]
-    name = getattr(value, "__name__", None)
-    if name in names and str(getattr(value, "__module__", "")).startswith("confluent_kafka."):
-        return names[name]
-    if serializer:
-        raise ValueError(
-            f"{key} {value!r} is not supported: use confluent-kafka's prefix_schema_id_serializer (the "
-            "default: 00 + id in the payload prefix) or header_schema_id_serializer (01 + GUID in the "
-            "__value_schema_id / __key_schema_id header)"
-        )
-    raise ValueError(
-        f"{key} {value!r} is not supported: use confluent-kafka's dual_schema_id_deserializer (the "
-        "default: the __value_schema_id / __key_schema_id header, else the payload prefix) or "
-        "prefix_schema_id_deserializer"
-    )
-
-
 def _settings(conf: Mapping[str, Any] | None, defaults: dict[str, Any]) -> dict[str, Any]:
     """``defaults`` updated with ``conf``; unknown keys raise ValueError as confluent-kafka does."""
     if conf is not None and not isinstance(conf, Mapping):
@@ -109,9 +83,9 @@ def _settings(conf: Mapping[str, Any] | None, defaults: dict[str, Any]) -> dict[
     given = dict(conf or {})
     serializer = "auto.register.schemas" in defaults
     placement = "prefix" if serializer else "dual"
-    for key in _ID_PLACEMENT:
+    for key in ID_PLACEMENT:
         if key in given:
-            placement = _check_id_placement(key, given.pop(key), serializer)
+            placement = check_id_placement(key, given.pop(key), serializer)
     unsupported = sorted(k for k in given if k in _NOT_SUPPORTED)
     if unsupported:
         raise ValueError(
@@ -455,7 +429,7 @@ class AvroDeserializer:
                 assert isinstance(batch, pa.RecordBatch)  # the per-message decoders raise on bad data
                 value = reader.read(batch)[0]
         except WireFormatError as exc:
-            if not _guid_prefixed(exc, data):
+            if not guid_prefixed(exc, data):
                 raise
             return self._with_id(data, ctx, read_schema_id(data, False))
         return self._from_dict(value, ctx) if self._from_dict is not None else value
@@ -503,7 +477,7 @@ class AvroDeserializer:
     def _writer_name(self, data: Any) -> str | None:
         """The full name of the writer schema of framed message ``data`` or of a :class:`WriterId`
         (None: unnamed or no frame)."""
-        schema_id = _frame_key(data)
+        schema_id = frame_key(data)
         if schema_id is None:
             return None
         if schema_id not in self._writer_names:
@@ -563,10 +537,10 @@ class AvroDeserializer:
             Columns as the Arrow mapping of the reader schema (the given one, the subject's latest,
             or the newest writer schema in the batch); enums are dictionary columns.
         """
-        values, headers = _message_values(values, self._dual)
+        values, headers = message_values(values, self._dual)
         keep_going = on_error != "raise"
-        split = None if headers is None else _split_ids(values, headers, False, keep_going)
-        first: Any = _first_present(values) if split is None else next((w for w in split.ids if w is not None), None)
+        split = None if headers is None else split_ids(values, headers, False, keep_going)
+        first: Any = first_present(values) if split is None else next((w for w in split.ids if w is not None), None)
         text = self._reader_text_for(ctx, first)
         if split is not None and _is_raw_bytes(text if text is not None else self._writer_text(first)):
             payloads = pa.array(split.bodies, pa.binary())
@@ -581,7 +555,7 @@ class AvroDeserializer:
             decoder = MessageDecoder(self._client, reader_schema=text, on_error=on_error)
             with self._lock:
                 decoder = self._batch_decoders.setdefault(key, decoder)
-        return _decode_batch(decoder, values, split, False, keep_going)
+        return decode_with_ids(decoder, values, split, False, keep_going)
 
     def _writer_text(self, first: WriterId | None) -> str | None:
         """``'"bytes"'`` when the writer schema of ``first`` is a plain bytes schema, else None."""
@@ -620,155 +594,3 @@ class AvroDeserializer:
 
     def __repr__(self) -> str:
         return f"AvroDeserializer({self._client!r})"
-
-
-def _message_value(item: Any) -> Any:
-    """A confluent-kafka ``Message``'s value; bytes and None as they are."""
-    if item is None or isinstance(item, (bytes, bytearray, memoryview)):
-        return item
-    value = getattr(item, "value", None)
-    return value() if callable(value) else item
-
-
-_VALUE_HEADER = wire.CONFLUENT_VALUE_SCHEMA_ID_HEADER
-
-
-def _first_present(values: Any) -> Any:
-    return next((v for v in values if v is not None), None) if isinstance(values, (list, tuple)) else None
-
-
-def _message_values(values: Any, dual: bool) -> tuple[Any, list[Any] | None]:
-    """``values`` as payloads (a list of confluent-kafka ``Message`` gives their ``value()``), and
-    with ``dual``, when any message carries a ``__value_schema_id`` header, each message's header
-    value (None where it has none); else None."""
-    if not isinstance(values, (list, tuple)):
-        return values, None
-    first = _first_present(values)
-    if first is None or isinstance(first, (bytes, bytearray, memoryview)):
-        return values, None
-    if not dual:
-        return [_message_value(v) for v in values], None
-    payloads: list[Any] = []
-    headers: list[Any] = []
-    found = False
-    name = _VALUE_HEADER
-    for item in values:
-        value = None
-        try:
-            payload = item.value()
-        except AttributeError:  # None, bytes, or not a Message
-            payload = _message_value(item)
-        payloads.append(payload)
-        get = getattr(item, "headers", None)
-        listed = get() if callable(get) else None
-        if listed:
-            if type(listed) is list:
-                for header in listed:
-                    if header[0] == name:
-                        value = header[1]
-                        break
-            else:
-                value = find_header(listed, name)
-            if value is not None:
-                found = True
-        headers.append(value)
-    return payloads, headers if found else None
-
-
-def _guid_prefixed(exc: WireFormatError, data: Any) -> bool:
-    """Whether the wire error of a ``00``-prefix read is a ``01`` (GUID) prefix, read apart."""
-    return exc.code == ErrorCode.WIRE_BAD_MAGIC and data[:1] == b"\x01"
-
-
-def _frame_key(data: Any) -> Any:
-    """The schema id of a framed message (``00`` or ``01`` prefix) or of a :class:`WriterId`; None
-    for anything else."""
-    if isinstance(data, WriterId):
-        return data.key
-    if not isinstance(data, (bytes, bytearray, memoryview)) or len(data) < 5 or data[0] not in (0, 1):
-        return None
-    if data[0] == 0:
-        return int.from_bytes(data[1:5], "big")
-    try:
-        return read_schema_id(data, False).key
-    except WireFormatError:
-        return None
-
-
-@dataclass
-class _Split:
-    """A batch's messages with their schema ids read apart: the data of each (None for a null
-    message or a bad one), its :class:`WriterId` (None alike), and the bad ones' error rows."""
-
-    bodies: list[bytes | None]
-    ids: list[WriterId | None]
-    errors: list[tuple[Any, ...]]
-
-
-def _split_ids(values: Any, headers: list[Any], protobuf: bool, keep_going: bool) -> _Split:
-    """Each message's schema id, from its header when it has one (the payload is then all data),
-    else from its payload prefix (``00`` + id or ``01`` + GUID). A malformed header or prefix
-    raises its WireFormatError, or with ``keep_going`` becomes the message's error row."""
-    if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        values = values.to_pylist()
-    bodies: list[bytes | None] = []
-    ids: list[WriterId | None] = []
-    errors: list[tuple[Any, ...]] = []
-    for i, (data, header) in enumerate(zip(values, headers)):
-        if data is None:
-            bodies.append(None)
-            ids.append(None)
-            continue
-        try:
-            if header is not None:
-                writer = read_schema_id(header, protobuf, header=_VALUE_HEADER, index=i)
-            else:
-                writer = read_schema_id(data, protobuf, index=i)
-        except WireFormatError as exc:
-            if not keep_going:
-                raise
-            errors.append((exc.code, i, exc.offset, exc.detail, str(exc)))
-            bodies.append(None)
-            ids.append(None)
-            continue
-        bodies.append(bytes(data) if writer.start == 0 else bytes(data[writer.start :]))
-        ids.append(writer)
-    return _Split(bodies, ids, errors)
-
-
-def _guid_rows(values: Any, errors: pa.Table) -> bool:
-    """Whether a bad-magic error row of a batch is a message with a ``01`` (GUID) prefix."""
-    for index, code in zip(errors.column("index").to_pylist(), errors.column("code").to_pylist()):
-        if code == ErrorCode.WIRE_BAD_MAGIC:
-            row = values[index]
-            row = row.as_py() if isinstance(row, pa.Scalar) else row
-            if row is not None and row[:1] == b"\x01":
-                return True
-    return False
-
-
-def _decode_batch(
-    decoder: MessageDecoder, values: Any, split: _Split | None, protobuf: bool, keep_going: bool
-) -> pa.RecordBatch | Decoded:
-    """``decoder.decode(values)`` when every message names its schema in a ``00`` prefix (the
-    common case, one kernel pass); else each message's id read apart (``split``: headers; or a
-    ``01`` GUID prefix found in a batch) and its data decoded with it, error rows merged in order."""
-    if split is None:
-        listable = isinstance(values, (list, tuple, pa.Array, pa.ChunkedArray))
-        try:
-            result = decoder.decode(values)
-        except WireFormatError as exc:
-            if exc.code != ErrorCode.WIRE_BAD_MAGIC or exc.detail != 1 or not listable:
-                raise
-        else:
-            if not (listable and isinstance(result, Decoded) and _guid_rows(values, result.errors)):
-                return result
-        listed = values.to_pylist() if isinstance(values, (pa.Array, pa.ChunkedArray)) else list(values)
-        split = _split_ids(listed, [None] * len(listed), protobuf, keep_going)
-    ids = [None if w is None else (Pathed(w.key, w.path) if protobuf else w.key) for w in split.ids]
-    result = decoder.decode_payloads(split.bodies, ids)
-    if not split.errors:
-        return result
-    assert isinstance(result, Decoded)  # split errors are kept only with on_error="null"
-    errors = pa.concat_tables([result.errors, errors_table(split.errors)]).sort_by("index")
-    return Decoded(result.batch, errors)

@@ -47,24 +47,26 @@ from ..registry.lookup import fetch_schema
 from ._avro import (
     _DESERIALIZER_DEFAULTS,
     _SERIALIZER_DEFAULTS,
-    _decode_batch,
-    _first_present,
-    _frame_key,
-    _guid_prefixed,
-    _message_values,
     _settings,
-    _split_ids,
+)
+from ._ids import (
+    WriterId,
+    add_schema_id_header,
+    decode_with_ids,
+    first_present,
+    frame_key,
+    guid_prefixed,
+    message_values,
+    read_schema_id,
+    schema_guid,
+    schema_id_header,
+    split_ids,
 )
 from ._subjects import (
     SubjectNameStrategy,
-    WriterId,
-    add_schema_id_header,
     client_of,
     latest_subject,
-    read_schema_id,
     resolve_strategy,
-    schema_guid,
-    schema_id_header,
 )
 
 __all__ = ["JSONDeserializer", "JSONSerializer"]
@@ -469,7 +471,7 @@ class JSONDeserializer:
             reader = self._reader_for(data, ctx)
             decoded = reader.decoder.decode_value(data)
         except WireFormatError as exc:
-            if not _guid_prefixed(exc, data):
+            if not guid_prefixed(exc, data):
                 raise
             return self._with_id(data, ctx, read_schema_id(data, False))
         value = _to_json_values(reader.program, reader.shadow, decoded)
@@ -508,7 +510,7 @@ class JSONDeserializer:
     def _writer_title(self, data: Any) -> str | None:
         """The ``title`` of the writer schema of framed message ``data`` or of a :class:`WriterId`
         (None: none, or no frame)."""
-        schema_id = _frame_key(data)
+        schema_id = frame_key(data)
         if schema_id is None:
             return None
         if schema_id not in self._writer_titles:
@@ -557,10 +559,10 @@ class JSONDeserializer:
         pa.RecordBatch or Decoded
             Columns as the JSON -> Arrow mapping of the reader schema.
         """
-        values, headers = _message_values(values, self._dual)
+        values, headers = message_values(values, self._dual)
         keep_going = on_error != "raise"
-        split = None if headers is None else _split_ids(values, headers, False, keep_going)
-        first: Any = _first_present(values) if split is None else next((w for w in split.ids if w is not None), None)
+        split = None if headers is None else split_ids(values, headers, False, keep_going)
+        first: Any = first_present(values) if split is None else next((w for w in split.ids if w is not None), None)
         text = self._reader_text_for(ctx, first)
         key = (text, on_error)
         decoder = self._batch_decoders.get(key)
@@ -568,7 +570,7 @@ class JSONDeserializer:
             decoder = MessageDecoder(self._client, reader_schema=text, on_error=on_error, format=_JSON)
             with self._lock:
                 decoder = self._batch_decoders.setdefault(key, decoder)
-        return _decode_batch(decoder, values, split, False, keep_going)
+        return decode_with_ids(decoder, values, split, False, keep_going)
 
     def close(self) -> None:
         """Close the registry client when this object built it (from a URL, path or RegistryConfig)."""

@@ -53,23 +53,25 @@ from ..registry.lookup import fetch_schema
 from ._avro import (
     _DESERIALIZER_DEFAULTS,
     _SERIALIZER_DEFAULTS,
-    _decode_batch,
-    _first_present,
-    _guid_prefixed,
-    _message_values,
     _settings,
-    _split_ids,
+)
+from ._ids import (
+    WriterId,
+    add_schema_id_header,
+    decode_with_ids,
+    first_present,
+    guid_prefixed,
+    message_values,
+    read_schema_id,
+    schema_guid,
+    schema_id_header,
+    split_ids,
 )
 from ._subjects import (
     SubjectNameStrategy,
-    WriterId,
-    add_schema_id_header,
     client_of,
     latest_subject,
-    read_schema_id,
     resolve_strategy,
-    schema_guid,
-    schema_id_header,
 )
 
 __all__ = ["ProtobufDeserializer", "ProtobufSerializer"]
@@ -653,7 +655,7 @@ class ProtobufDeserializer:
             decoder = self._decoder(subject, "raise")
             value = decoder.decode_value(data)
         except WireFormatError as exc:
-            if not _guid_prefixed(exc, data):
+            if not guid_prefixed(exc, data):
                 raise
             return self._with_id(data, ctx, read_schema_id(data, True))
         fix = self._fix_for(decoder, subject, data)
@@ -769,12 +771,12 @@ class ProtobufDeserializer:
         pa.RecordBatch or Decoded
             Columns as the Protobuf -> Arrow mapping of the message read.
         """
-        values, headers = _message_values(values, self._dual)
+        values, headers = message_values(values, self._dual)
         keep_going = on_error != "raise"
-        split = None if headers is None else _split_ids(values, headers, True, keep_going)
-        first: Any = _first_present(values) if split is None else next((w for w in split.ids if w is not None), None)
+        split = None if headers is None else split_ids(values, headers, True, keep_going)
+        first: Any = first_present(values) if split is None else next((w for w in split.ids if w is not None), None)
         decoder = self._decoder(self._subject(ctx, first), on_error)
-        return _decode_batch(decoder, values, split, True, keep_going)
+        return decode_with_ids(decoder, values, split, True, keep_going)
 
     def close(self) -> None:
         """Close the registry client when this object built it (from a URL, path or RegistryConfig)."""

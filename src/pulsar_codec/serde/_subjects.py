@@ -3,45 +3,27 @@
 The serdes accept this package's registry clients and confluent-kafka's ``SchemaRegistryClient``;
 :func:`subject_registry` wraps either behind the four calls a serializer makes.
 
-Schema ids (spec §4): a message names its writer schema in its payload prefix (``00`` + 4-byte id,
-or ``01`` + 16-byte GUID; Protobuf then adds its message-index array), or, as confluent-kafka's
-``header_schema_id_serializer`` writes it, in the header ``__value_schema_id`` /
-``__key_schema_id`` of the context, whose value is that same prefix and whose payload is then all
-data. :func:`schema_id_header` finds the header as confluent-kafka's default
-``dual_schema_id_deserializer`` does (the first matching entry of a list, or a dict lookup) and
-:func:`read_schema_id` reads either form. The serializers, given ``header_schema_id_serializer``,
-write ``01`` + the schema's GUID (:func:`schema_guid`, asked of the registry once per subject)
-there with :func:`add_schema_id_header`, as confluent-kafka does.
+Where a message's schema id travels (prefix or header) is in :mod:`._ids`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
-from .. import wire
-from ..errors import ErrorCode, RegistryError, WireFormatError
 from ..formats.avro.schema import parse, to_json
 
 __all__ = [
     "MessageField",
     "SerializationContext",
     "SubjectRegistry",
-    "WriterId",
-    "add_schema_id_header",
     "client_of",
-    "find_header",
-    "header_name",
     "latest_subject",
-    "read_schema_id",
     "record_subject_name_strategy",
-    "schema_guid",
-    "schema_id_header",
     "subject_registry",
     "topic_record_subject_name_strategy",
     "topic_subject_name_strategy",
@@ -78,203 +60,8 @@ class SerializationContext:
 # -- schema ids: the payload prefix or a header ----------------------------------------------------------
 
 
-class WriterId(NamedTuple):
-    """The writer schema a message names: ``key`` (an int id or a ``uuid.UUID`` GUID), the Protobuf
-    message-index ``path`` (None for Avro and JSON) and ``start``, where the data begins in the
-    payload (after the prefix; 0 when the id came in a header)."""
-
-    key: Any
-    path: tuple[int, ...] | None
-    start: int
-
-
-def header_name(field: Any) -> str:
-    """``__key_schema_id`` for the key field, else ``__value_schema_id`` (confluent-kafka's choice)."""
-    return wire.CONFLUENT_KEY_SCHEMA_ID_HEADER if _field_name(field) == "key" else wire.CONFLUENT_VALUE_SCHEMA_ID_HEADER
-
-
-def find_header(headers: Any, name: str) -> Any:
-    """The value of header ``name``: the first matching ``(key, value)`` entry of a list (Kafka
-    headers repeat keys), or a Mapping's entry; None when there is none."""
-    if isinstance(headers, Mapping):
-        return headers.get(name)
-    if isinstance(headers, (list, tuple)):
-        for header in headers:
-            if header[0] == name:
-                return header[1]
-    return None
-
-
-_KEY_HEADER = wire.CONFLUENT_KEY_SCHEMA_ID_HEADER
-_VALUE_HEADER = wire.CONFLUENT_VALUE_SCHEMA_ID_HEADER
-
-
-def schema_id_header(ctx: Any) -> tuple[str, Any] | None:
-    """``(name, value)`` of the schema-id header of ``ctx``'s field, as confluent-kafka's
-    ``dual_schema_id_deserializer`` finds it; None without one (a None value counts as none)."""
-    headers = getattr(ctx, "headers", None)
-    if not headers:  # the common case: no headers at all
-        return None
-    field = ctx.field
-    name = _KEY_HEADER if (field == "key" if isinstance(field, str) else _field_name(field) == "key") else _VALUE_HEADER
-    if type(headers) is list:  # what confluent-kafka's Message.headers() gives
-        for header in headers:
-            if header[0] == name:
-                value = header[1]
-                return None if value is None else (name, value)
-        return None
-    value = find_header(headers, name)
-    return None if value is None else (name, value)
-
-
-def add_schema_id_header(ctx: Any, value: bytes) -> None:
-    """Add the schema-id header ``value`` to ``ctx``'s headers, as confluent-kafka's
-    ``header_schema_id_serializer`` does: appended to a list, set in a dict.
-
-    Raises
-    ------
-    ValueError
-        No context, or a context without headers (``None``: a list made here would not reach the
-        message, since confluent-kafka's ``SerializingProducer`` sends the ``headers`` it was given,
-        so pass ``headers=[]`` to ``produce``), or headers neither a list nor a dict.
-    """
-    if ctx is None:
-        raise ValueError("header_schema_id_serializer needs a SerializationContext (whose headers get the schema id)")
-    headers = getattr(ctx, "headers", None)
-    name = header_name(ctx.field)
-    if isinstance(headers, list):
-        headers.append((name, value))
-    elif isinstance(headers, dict):
-        headers[name] = value
-    elif headers is None:
-        raise ValueError(
-            f"header_schema_id_serializer: the SerializationContext has no headers to add {name} to "
-            "(give produce() a headers list, e.g. headers=[])"
-        )
-    else:
-        raise ValueError(
-            f"header_schema_id_serializer: the context's headers must be a list or a dict to add {name} to, "
-            f"got {type(headers).__name__}"
-        )
-
-
 def _is_confluent_kafka_client(client: Any) -> bool:
     return callable(getattr(client, "register_schema", None)) and not callable(getattr(client, "register_full", None))
-
-
-def schema_guid(client: Any, schema_id: int) -> uuid.UUID:
-    """The GUID of schema ``schema_id`` (what ``01`` + GUID names), as the registry gives it.
-
-    This package's registries give it with the schema (``RegisteredSchema.guid``);
-    confluent-kafka's ``SchemaRegistryClient`` does not with ``get_schema``, so the GUID is read
-    from a subject version that holds the schema (``get_schema_versions``, ``get_version``: the
-    GUID is the schema's, whatever the subject).
-
-    Raises
-    ------
-    RegistryError
-        The registry gives no GUID for the schema (registries older than Confluent's GUIDs).
-    """
-    if _is_confluent_kafka_client(client):
-        found = None
-        versions = client.get_schema_versions(schema_id, deleted=True)
-        if versions:
-            found = client.get_version(versions[0].subject, versions[0].version, deleted=True)
-    else:
-        found = client.get_schema(schema_id)
-    guid = getattr(found, "guid", None)
-    if guid is None:
-        raise RegistryError(
-            f"the registry gives no GUID for schema id {schema_id}: header_schema_id_serializer writes the "
-            "schema's GUID (01 + 16 bytes), which needs a registry that assigns GUIDs; use "
-            "prefix_schema_id_serializer with this registry"
-        )
-    return guid if isinstance(guid, uuid.UUID) else uuid.UUID(str(guid))
-
-
-_HEADER_CACHE: dict[tuple[bytes, bool], WriterId] = {}  # header value -> its id: headers repeat
-_HEADER_CACHE_SIZE = 1024
-
-
-def _bad(code: ErrorCode, text: str, index: int, offset: int, detail: int = 0) -> WireFormatError:
-    return WireFormatError(text, code=code, index=index, offset=offset, detail=detail)
-
-
-_FORMS = {
-    (0, False): wire.CONFLUENT,
-    (1, False): wire.CONFLUENT_GUID,
-    (0, True): wire.CONFLUENT_PROTOBUF,
-    (1, True): wire.CONFLUENT_GUID_PROTOBUF,
-}
-
-
-def read_schema_id(data: Any, protobuf: bool, *, header: str | None = None, index: int = 0) -> WriterId:
-    """The schema id a Confluent prefix holds: ``00`` + 4-byte id or ``01`` + GUID, then, for
-    Protobuf, the message-index array (read by :mod:`pulsar_codec.wire`).
-
-    With ``header`` (its name), ``data`` is that header's value, which must hold exactly the id
-    (and the index array): the whole payload is then the data (``start`` 0). Without, ``data`` is
-    a prefixed message. ``index`` is the message's position, for the error's text.
-
-    Raises
-    ------
-    WireFormatError
-        A bad magic byte, a short prefix, a bad index array, or a header of another length (or
-        not bytes); a header's error names the header.
-    """
-    if header is not None:
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise _bad(
-                ErrorCode.WIRE_BAD_HEADER_LENGTH,
-                f"schema id header {header!r} must be bytes, got {type(data).__name__} (message {index})",
-                index,
-                0,
-            )
-        cache_key = (bytes(data), protobuf)
-        found = _HEADER_CACHE.get(cache_key)
-        if found is not None:
-            return found
-    where = f"schema id header {header!r}" if header is not None else "the payload prefix"
-    view = data if isinstance(data, bytes) else memoryview(data).cast("B")
-    magic = view[0] if len(view) else None
-    if magic is not None and magic not in (0, 1):  # either form is read: say both
-        raise _bad(
-            ErrorCode.WIRE_BAD_MAGIC,
-            f"{where} has magic byte 0x{magic:02x}, expected 0x00 (4-byte id) or 0x01 (16-byte GUID) "
-            f"(message {index}, byte 0)",
-            index,
-            0,
-            magic,
-        )
-    try:
-        key, indexes, body = _FORMS[(magic or 0, protobuf)].unpack_indexes(view)
-    except WireFormatError as exc:
-        if header is None:
-            raise exc.moved(index) from None
-        code = (
-            ErrorCode.WIRE_BAD_HEADER_LENGTH
-            if exc.code in (ErrorCode.WIRE_EMPTY, ErrorCode.WIRE_SHORT_PREFIX)
-            else exc.code
-        )
-        raise _bad(code, f"{where}: {exc.moved(index)}", index, exc.offset, exc.detail) from None
-    path = (tuple(indexes) or (0,)) if protobuf else None
-    if header is None:
-        return WriterId(key, path, len(view) - len(body))
-    if len(body):
-        layout = "the message-index array" if protobuf else "nothing"
-        raise _bad(
-            ErrorCode.WIRE_BAD_HEADER_LENGTH,
-            f"{where} is {len(view)} bytes: its id ends at byte {len(view) - len(body)} and {layout} may follow"
-            f" (message {index})",
-            index,
-            len(view) - len(body),
-            len(view),
-        )
-    found = WriterId(key, path, 0)
-    if len(_HEADER_CACHE) >= _HEADER_CACHE_SIZE:
-        _HEADER_CACHE.clear()
-    _HEADER_CACHE[cache_key] = found
-    return found
 
 
 SubjectNameStrategy = Callable[[Any, "str | None"], "str | None"]
